@@ -1,0 +1,28 @@
+//! [`Game`] for [`ChessState`]: what the search needs from chess.
+
+use shakmaty::{Move, Position};
+
+use super::ChessState;
+use crate::game::{Game, Terminal};
+
+impl Game for ChessState {
+    type Move = Move;
+
+    /// The legal moves in shakmaty's generation order.
+    fn legal_moves(&self, out: &mut Vec<Move>) {
+        out.clear();
+        out.extend(self.position().legal_moves());
+    }
+
+    fn play(&mut self, mv: Move) {
+        self.play_move(mv);
+    }
+
+    fn terminal(&self, legal: &[Move]) -> Option<Terminal> {
+        self.terminal_reason_given(legal.is_empty()).map(|r| r.result())
+    }
+
+    fn cache_key(&self) -> u64 {
+        self.input_key()
+    }
+}

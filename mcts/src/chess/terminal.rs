@@ -1,0 +1,50 @@
+//! Adjudication: how and whether a chess game is over.
+
+use std::fmt;
+
+use crate::game::Terminal;
+
+/// Why a chess game ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TerminalReason {
+    /// The side to move is in check and has no legal move: it lost.
+    Checkmate,
+    /// The side to move is not in check and has no legal move: draw.
+    Stalemate,
+    /// Neither side can possibly mate: draw.
+    InsufficientMaterial,
+    /// 100 plies without a capture or pawn move: draw (checkmate on the 100th ply still wins).
+    FiftyMoveRule,
+    /// The position occurred for the third time: draw.
+    ThreefoldRepetition,
+    /// The game reached the configured maximum number of plies: draw.
+    MaxPlies,
+}
+
+impl TerminalReason {
+    /// The result for the side to move in the final position.
+    pub fn result(self) -> Terminal {
+        match self {
+            TerminalReason::Checkmate => Terminal::Loss,
+            _ => Terminal::Draw,
+        }
+    }
+
+    /// A short human description, e.g. "threefold repetition".
+    pub fn describe(self) -> &'static str {
+        match self {
+            TerminalReason::Checkmate => "checkmate",
+            TerminalReason::Stalemate => "stalemate",
+            TerminalReason::InsufficientMaterial => "insufficient material",
+            TerminalReason::FiftyMoveRule => "fifty-move rule",
+            TerminalReason::ThreefoldRepetition => "threefold repetition",
+            TerminalReason::MaxPlies => "maximum game length",
+        }
+    }
+}
+
+impl fmt::Display for TerminalReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}

@@ -1,0 +1,80 @@
+//! [`SearchConfig`]: every constant of the search, with the defaults of DESIGN.md §4.
+//!
+//! Seeds are not part of the config: callers pass the random number generator.
+
+use serde::{Deserialize, Serialize};
+
+/// Which search to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// Gumbel root search with sequential halving and deterministic non-root selection
+    /// (self-play, small budgets).
+    #[default]
+    Gumbel,
+    /// PUCT everywhere (analysis and play with large node counts).
+    Puct,
+}
+
+/// How Q values are mapped to [0, 1] before `sigma` scales them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum QNormalization {
+    /// Rescale by the minimum and maximum of the completed Q values at that node
+    /// (as in the Gumbel paper); all equal values map to 0.
+    #[default]
+    MinMax,
+    /// Fixed bounds: q = (Q + 1) / 2.
+    Fixed,
+}
+
+/// All constants of the search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchConfig {
+    /// Gumbel or PUCT.
+    pub mode: SearchMode,
+    /// Simulations per search when a caller does not give a budget of its own.
+    pub simulations: u32,
+    /// Gumbel: at most this many root actions are considered (m = min(gumbel_m, legal, n)).
+    pub gumbel_m: u32,
+    /// Gumbel: `sigma(q) = (c_visit + max_b N(b)) * c_scale * q`.
+    pub c_visit: f32,
+    /// Gumbel: see `c_visit`.
+    pub c_scale: f32,
+    /// How Q is mapped to [0, 1] for `sigma`.
+    pub q_normalization: QNormalization,
+    /// PUCT: exploration constant.
+    pub cpuct: f32,
+    /// PUCT: an unvisited child gets the parent's Q minus
+    /// `fpu_reduction * sqrt(sum of the priors of visited children)`.
+    pub fpu_reduction: f32,
+    /// PUCT: concentration of the Dirichlet noise mixed into the root priors.
+    pub dirichlet_alpha: f32,
+    /// PUCT: weight of the Dirichlet noise at the root (0 disables it).
+    pub dirichlet_epsilon: f32,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            mode: SearchMode::Gumbel,
+            simulations: 200,
+            gumbel_m: 16,
+            c_visit: 50.0,
+            c_scale: 0.1,
+            q_normalization: QNormalization::MinMax,
+            cpuct: 1.25,
+            fpu_reduction: 0.3,
+            dirichlet_alpha: 0.3,
+            dirichlet_epsilon: 0.0,
+        }
+    }
+}
+
+impl SearchConfig {
+    /// The default PUCT configuration.
+    pub fn puct() -> Self {
+        SearchConfig { mode: SearchMode::Puct, ..SearchConfig::default() }
+    }
+}

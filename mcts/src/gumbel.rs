@@ -1,0 +1,155 @@
+//! The Gumbel root: noise drawn once per search, the top-m considered actions, sequential
+//! halving over the budget, the final move rule and the improved policy pi' (DESIGN.md §4).
+//!
+//! Each action's score is `g(a) + logit(a) + sigma(completedQ(a))`. Survivors of a phase are
+//! visited round-robin, best first; at the end of a phase the best half (by score) survives.
+
+use rand::Rng;
+use rand_distr::{Distribution, Gumbel};
+
+use crate::config::SearchConfig;
+use crate::qtransform::{improved_policy, sigma_completed_q};
+use crate::seq_halving::{next_survivors, phase_count, visits_per_action};
+use crate::tree::{ROOT, Tree};
+
+/// The root's schedule state; all buffers are reused across searches.
+#[derive(Debug, Clone, Default)]
+pub struct GumbelRoot {
+    /// g(a) for every root move, in root edge order.
+    noise: Vec<f32>,
+    /// Surviving actions (offsets into the root's edges), best first.
+    survivors: Vec<u32>,
+    /// Budget n of this search.
+    budget: u32,
+    /// Number of phases, `ceil(log2 m)`.
+    phases: u32,
+    /// Current phase; `== phases` once only the leftover remains.
+    phase: u32,
+    /// Visits per survivor in the current phase.
+    visits: u32,
+    /// Completed rounds over the survivors in this phase.
+    round: u32,
+    /// Next survivor of the current round.
+    position: usize,
+    /// Scratch: sigma(completedQ) of the root edges.
+    sigma: Vec<f32>,
+    /// Scratch: scores of the root edges.
+    scores: Vec<f32>,
+}
+
+impl GumbelRoot {
+    /// Draws fresh noise for `moves` root moves. Done before the root is evaluated, so that
+    /// the random numbers a search uses depend only on the order in which searches start.
+    pub fn draw_noise<R: Rng + ?Sized>(&mut self, moves: usize, rng: &mut R) {
+        let gumbel = Gumbel::new(0.0f32, 1.0).expect("standard Gumbel parameters are valid");
+        self.noise.clear();
+        self.noise.extend((0..moves).map(|_| gumbel.sample(rng)));
+    }
+
+    /// The noise of each root move.
+    pub fn noise(&self) -> &[f32] {
+        &self.noise
+    }
+
+    /// Chooses the m considered actions by `g + logits` once the root is expanded.
+    pub fn begin<M: Copy>(&mut self, tree: &Tree<M>, budget: u32, config: &SearchConfig) {
+        let root = &tree.nodes[ROOT as usize];
+        let legal = root.num_edges;
+        let m = config.gumbel_m.min(legal).min(budget).max(1);
+        let first = root.first_edge as usize;
+        self.scores.clear();
+        self.scores.extend((0..legal as usize).map(|i| self.noise[i] + tree.edges[first + i].logit));
+        self.survivors.clear();
+        self.survivors.extend(0..legal);
+        sort_by_score(&mut self.survivors, &self.scores);
+        self.survivors.truncate(m as usize);
+        self.budget = budget;
+        self.phases = phase_count(m);
+        self.phase = 0;
+        self.round = 0;
+        self.position = 0;
+        self.visits = visits_per_action(budget, self.phases, m);
+    }
+
+    /// The root edge (index into [`Tree::edges`]) of the next simulation.
+    ///
+    /// A phase ends lazily, at the first call after its last visit, so that the halving
+    /// sees that visit's backed-up value.
+    pub fn next_action<M: Copy>(&mut self, tree: &Tree<M>, config: &SearchConfig) -> usize {
+        if self.phase < self.phases && self.round == self.visits {
+            self.phase += 1;
+            self.round = 0;
+            self.position = 0;
+            let k = next_survivors(self.survivors.len() as u32);
+            self.rank_survivors(tree, config);
+            self.survivors.truncate(k as usize);
+            self.visits = visits_per_action(self.budget, self.phases, k);
+        }
+        let chosen = self.survivors[self.position];
+        self.position += 1;
+        if self.position == self.survivors.len() {
+            self.position = 0;
+            if self.phase < self.phases {
+                self.round += 1;
+            }
+        }
+        tree.nodes[ROOT as usize].first_edge as usize + chosen as usize
+    }
+
+    /// The move to play: among the most visited root actions, the best by score.
+    pub fn best_action<M: Copy>(&mut self, tree: &Tree<M>, config: &SearchConfig) -> usize {
+        self.compute_scores(tree, config);
+        let first = tree.nodes[ROOT as usize].first_edge as usize;
+        let visits = |i: usize| tree.edge_visits(first + i);
+        let most = (0..self.scores.len()).map(visits).max().unwrap_or(0);
+        let mut best = 0;
+        let mut best_score = f32::NEG_INFINITY;
+        for (i, &score) in self.scores.iter().enumerate() {
+            if visits(i) == most && score > best_score {
+                best = i;
+                best_score = score;
+            }
+        }
+        first + best
+    }
+
+    /// Sorts the survivors by score, best first.
+    fn rank_survivors<M: Copy>(&mut self, tree: &Tree<M>, config: &SearchConfig) {
+        self.compute_scores(tree, config);
+        sort_by_score(&mut self.survivors, &self.scores);
+    }
+
+    /// `scores[i] = g(i) + logit(i) + sigma(completedQ(i))` for every root edge.
+    fn compute_scores<M: Copy>(&mut self, tree: &Tree<M>, config: &SearchConfig) {
+        sigma_completed_q(tree, ROOT, config, &mut self.sigma);
+        let first = tree.nodes[ROOT as usize].first_edge as usize;
+        self.scores.clear();
+        self.scores.extend(
+            self.sigma
+                .iter()
+                .zip(&self.noise)
+                .enumerate()
+                .map(|(i, (s, g))| g + tree.edges[first + i].logit + s),
+        );
+    }
+}
+
+/// Writes the improved policy `pi' = softmax(logits + sigma(completedQ))` over all root
+/// moves to `out` (in root edge order); `sigma` is a scratch buffer.
+pub fn root_policy<M: Copy>(
+    tree: &Tree<M>,
+    config: &SearchConfig,
+    sigma: &mut Vec<f32>,
+    out: &mut Vec<f32>,
+) {
+    sigma_completed_q(tree, ROOT, config, sigma);
+    let range = tree.nodes[ROOT as usize].edge_range();
+    improved_policy(tree.edges[range].iter().map(|e| e.logit), sigma, out);
+}
+
+/// Sorts action offsets by descending score; ties keep the lower offset first.
+fn sort_by_score(actions: &mut [u32], scores: &[f32]) {
+    actions.sort_unstable_by(|&a, &b| {
+        scores[b as usize].total_cmp(&scores[a as usize]).then(a.cmp(&b))
+    });
+}

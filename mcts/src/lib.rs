@@ -1,0 +1,28 @@
+//! Game-agnostic search for cfzero: the [`Game`] and [`Evaluator`] traits, Gumbel root
+//! search with sequential halving, PUCT, the node arena, and a driver that runs many
+//! searches at once and batches their leaves. The chess game state lives in [`chess`].
+
+pub mod bench;
+pub mod cache;
+pub mod chess;
+pub mod config;
+pub mod driver;
+pub mod evaluator;
+pub mod evaluators;
+pub mod game;
+pub mod gumbel;
+pub mod puct;
+pub mod qtransform;
+pub mod search;
+pub mod select;
+pub mod seq_halving;
+pub mod tictactoe;
+pub mod tree;
+
+pub use evaluator::{EvalError, Evaluations, Evaluator, LeafBatch};
+pub use game::{Game, Terminal};
+
+pub use config::{QNormalization, SearchConfig, SearchMode};
+pub use driver::{Driver, DriverStats};
+pub use evaluators::{MaterialEvaluator, UniformEvaluator};
+pub use search::{Search, SearchError, SearchResult, Step};

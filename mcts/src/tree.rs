@@ -1,0 +1,178 @@
+//! The search tree: a node arena and a side array of edges, both reused across searches.
+//!
+//! Nodes hold no game state (the search replays moves on a scratch state) and own no heap
+//! memory: a node's edges are a contiguous range of [`Tree::edges`], pushed when the node
+//! is expanded, and a child node is created only when its edge is first traversed.
+//! Values are stored from the side to move at the node; the parent's Q of an edge is
+//! the negated mean of the child.
+
+use crate::game::Terminal;
+
+/// Index of a node in the arena.
+pub type NodeId = u32;
+
+/// Marks a missing node (an edge not traversed yet, or the root's parent).
+pub const NO_NODE: NodeId = NodeId::MAX;
+
+/// The root is always the first node.
+pub const ROOT: NodeId = 0;
+
+/// What is known about a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// Created, waiting for its evaluation.
+    Unexpanded,
+    /// Evaluated; its edges exist.
+    Expanded,
+    /// The game is over here, with this exact outcome for the side to move.
+    Terminal(Terminal),
+}
+
+/// One node of the tree.
+#[derive(Debug, Clone, Copy)]
+pub struct Node {
+    /// First edge in [`Tree::edges`].
+    pub first_edge: u32,
+    /// Number of edges (0 until expanded, and for terminal nodes).
+    pub num_edges: u32,
+    /// Number of values backed up through this node (its own evaluation included).
+    pub visits: u32,
+    /// Sum of backed-up values, from the side to move at this node.
+    pub value_sum: f64,
+    /// Sum of backed-up draw probabilities.
+    pub draw_sum: f64,
+    /// The evaluator's value of this node (exact value for terminals).
+    pub raw_value: f32,
+    /// Unexpanded, expanded or terminal.
+    pub kind: NodeKind,
+}
+
+impl Node {
+    fn new() -> Self {
+        Node {
+            first_edge: 0,
+            num_edges: 0,
+            visits: 0,
+            value_sum: 0.0,
+            draw_sum: 0.0,
+            raw_value: 0.0,
+            kind: NodeKind::Unexpanded,
+        }
+    }
+
+    /// Mean value from this node's side to move (0 if never visited).
+    pub fn mean(&self) -> f32 {
+        if self.visits == 0 { 0.0 } else { (self.value_sum / f64::from(self.visits)) as f32 }
+    }
+
+    /// Mean draw probability (0 if never visited).
+    pub fn draw(&self) -> f32 {
+        if self.visits == 0 { 0.0 } else { (self.draw_sum / f64::from(self.visits)) as f32 }
+    }
+
+    /// The range of this node's edges in [`Tree::edges`].
+    pub fn edge_range(&self) -> std::ops::Range<usize> {
+        self.first_edge as usize..(self.first_edge + self.num_edges) as usize
+    }
+}
+
+/// A move out of a node, with its prior.
+#[derive(Debug, Clone, Copy)]
+pub struct Edge<M> {
+    /// The move.
+    pub mv: M,
+    /// The evaluator's logit for the move.
+    pub logit: f32,
+    /// Softmax of the logits over the node's moves (with root noise mixed in, for PUCT).
+    pub prior: f32,
+    /// The child node, or [`NO_NODE`] if never traversed.
+    pub child: NodeId,
+}
+
+/// The arena. [`Tree::clear`] keeps the capacity so that a reused tree stops allocating.
+#[derive(Debug, Clone, Default)]
+pub struct Tree<M> {
+    /// All nodes; [`ROOT`] first.
+    pub nodes: Vec<Node>,
+    /// All edges, one contiguous range per expanded node.
+    pub edges: Vec<Edge<M>>,
+}
+
+impl<M: Copy> Tree<M> {
+    /// An empty tree.
+    pub fn new() -> Self {
+        Tree { nodes: Vec::new(), edges: Vec::new() }
+    }
+
+    /// Removes all nodes and edges and creates an unexpanded root.
+    pub fn reset(&mut self) {
+        self.nodes.clear();
+        self.edges.clear();
+        self.nodes.push(Node::new());
+    }
+
+    /// Creates the child of `edge` (an index into [`Tree::edges`]) and returns it.
+    pub fn add_child(&mut self, edge: usize) -> NodeId {
+        let id = NodeId::try_from(self.nodes.len()).expect("tree has fewer than 2^32 nodes");
+        self.nodes.push(Node::new());
+        self.edges[edge].child = id;
+        id
+    }
+
+    /// Expands `node` with its moves and their logits; priors are the softmax of the logits.
+    pub fn expand(&mut self, node: NodeId, moves: &[M], logits: &[f32], value: f32) {
+        debug_assert_eq!(moves.len(), logits.len());
+        let first = self.edges.len();
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let mut total = 0.0;
+        for (&mv, &logit) in moves.iter().zip(logits) {
+            let weight = (logit - max).exp();
+            total += weight;
+            self.edges.push(Edge { mv, logit, prior: weight, child: NO_NODE });
+        }
+        for edge in &mut self.edges[first..] {
+            edge.prior /= total;
+        }
+        let n = &mut self.nodes[node as usize];
+        n.first_edge = u32::try_from(first).expect("tree has fewer than 2^32 edges");
+        n.num_edges = moves.len() as u32;
+        n.raw_value = value;
+        n.kind = NodeKind::Expanded;
+    }
+
+    /// Marks `node` terminal with its exact outcome.
+    pub fn set_terminal(&mut self, node: NodeId, outcome: Terminal) {
+        let n = &mut self.nodes[node as usize];
+        n.kind = NodeKind::Terminal(outcome);
+        n.raw_value = outcome.value();
+    }
+
+    /// Backs up `value` and `draw` (both for the side to move at the last node of `path`)
+    /// through `path`, negating the value at each ply up (negamax).
+    pub fn backup(&mut self, path: &[NodeId], value: f32, draw: f32) {
+        let mut v = f64::from(value);
+        for &id in path.iter().rev() {
+            let n = &mut self.nodes[id as usize];
+            n.visits += 1;
+            n.value_sum += v;
+            n.draw_sum += f64::from(draw);
+            v = -v;
+        }
+    }
+
+    /// The node behind an edge, if it was traversed.
+    pub fn child(&self, edge: usize) -> Option<&Node> {
+        let child = self.edges[edge].child;
+        (child != NO_NODE).then(|| &self.nodes[child as usize])
+    }
+
+    /// Visits of the child behind `edge` (0 if none).
+    pub fn edge_visits(&self, edge: usize) -> u32 {
+        self.child(edge).map_or(0, |c| c.visits)
+    }
+
+    /// Q of `edge` for the side to move at its parent, if visited.
+    pub fn edge_q(&self, edge: usize) -> Option<f32> {
+        self.child(edge).filter(|c| c.visits > 0).map(|c| -c.mean())
+    }
+}

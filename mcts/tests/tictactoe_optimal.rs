@@ -1,0 +1,40 @@
+//! With enough simulations the search plays a minimax-optimal move from every reachable
+//! tic-tac-toe position, even with an evaluator that knows nothing (uniform priors, value 0).
+
+mod common;
+
+use cfzero_mcts::tictactoe::{TicTacToe, solve};
+use cfzero_mcts::{Game, Search, SearchConfig, UniformEvaluator};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// Searches every reachable non-terminal position with `budget` simulations and returns
+/// the positions where the chosen move is not optimal.
+fn mistakes(config: SearchConfig, budget: u32) -> Vec<(TicTacToe, u8)> {
+    let positions = common::tictactoe_positions();
+    assert_eq!(positions.len(), 4520, "reachable non-terminal positions");
+    let mut search = Search::new(config);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut wrong = Vec::new();
+    for state in positions {
+        let result = search.run(&state, budget, &UniformEvaluator, &mut rng).unwrap();
+        let mut next = state;
+        next.play(result.best_move);
+        if -solve(&next) != solve(&state) {
+            wrong.push((state, result.best_move));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn gumbel_plays_optimally_everywhere() {
+    let wrong = mistakes(SearchConfig::default(), 800);
+    assert!(wrong.is_empty(), "{} mistakes, e.g. {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+}
+
+#[test]
+fn puct_plays_optimally_everywhere() {
+    let wrong = mistakes(SearchConfig::puct(), 800);
+    assert!(wrong.is_empty(), "{} mistakes, e.g. {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+}

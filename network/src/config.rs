@@ -1,0 +1,263 @@
+//! The `[network]` table of a config: the shape of a Chessformer.
+
+use serde::{Deserialize, Serialize};
+
+/// Normalisation used after each residual sum of the encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Norm {
+    /// RMSNorm: no centering, no bias (the Chessformer paper).
+    #[default]
+    Rms,
+    /// LayerNorm with bias, as Lc0's attention bodies use (needed for export to Lc0).
+    Layer,
+}
+
+/// How attention learns where squares are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PositionEncoding {
+    /// Shaw relative-position tables over the 15x15 square displacements.
+    #[default]
+    Shaw,
+    /// Lc0's smolgen: a learned, position-dependent attention bias.
+    Smolgen,
+    /// No position information in attention (the embedding gates still know the squares).
+    None,
+}
+
+/// The `[network.attention]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionConfig {
+    /// Position encoding of the attention logits.
+    #[serde(default)]
+    pub position: PositionEncoding,
+    /// Smolgen: channels each square is compressed to.
+    #[serde(default = "default_smolgen_compress")]
+    pub smolgen_compress: usize,
+    /// Smolgen: width of the hidden layer.
+    #[serde(default = "default_smolgen_hidden")]
+    pub smolgen_hidden: usize,
+    /// Smolgen: size of each head's generator input.
+    #[serde(default = "default_smolgen_gen")]
+    pub smolgen_gen: usize,
+}
+
+fn default_smolgen_compress() -> usize {
+    8
+}
+fn default_smolgen_hidden() -> usize {
+    64
+}
+fn default_smolgen_gen() -> usize {
+    32
+}
+
+impl Default for AttentionConfig {
+    fn default() -> Self {
+        AttentionConfig {
+            position: PositionEncoding::default(),
+            smolgen_compress: default_smolgen_compress(),
+            smolgen_hidden: default_smolgen_hidden(),
+            smolgen_gen: default_smolgen_gen(),
+        }
+    }
+}
+
+/// The `[network]` table: sizes of a Chessformer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// Number of encoder layers.
+    pub layers: usize,
+    /// Width of each square's token.
+    pub d_model: usize,
+    /// Attention heads per layer (must divide `d_model`).
+    pub heads: usize,
+    /// Hidden width of the feed-forward blocks.
+    pub dff: usize,
+    /// Width of the policy head's queries and keys.
+    pub d_pol: usize,
+    /// Channels per square in each value head (and the moves-left head) before flattening.
+    #[serde(default = "default_value_channels")]
+    pub value_channels: usize,
+    /// Width of the hidden layer of the value heads.
+    #[serde(default = "default_value_hidden")]
+    pub value_hidden: usize,
+    /// Normalisation after residual sums.
+    #[serde(default)]
+    pub norm: Norm,
+    /// Attention options.
+    #[serde(default)]
+    pub attention: AttentionConfig,
+    /// Channels per square of the moves-left head before flattening (Lc0 uses 8).
+    #[serde(default = "default_moves_left_channels")]
+    pub moves_left_channels: usize,
+    /// Width of the hidden layer of the moves-left head.
+    #[serde(default = "default_value_hidden")]
+    pub moves_left_hidden: usize,
+    /// Whether the Q, K, V projections of attention have biases. The Chessformer has none;
+    /// nets imported from Lc0 have them.
+    #[serde(default)]
+    pub qkv_bias: bool,
+    /// Which optional heads exist (the `[network.outputs]` table).
+    #[serde(default)]
+    pub outputs: HeadsConfig,
+}
+
+fn default_moves_left_channels() -> usize {
+    8
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The `[network.outputs]` table: which optional heads the net has (the policy head always exists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeadsConfig {
+    /// Soft policy head (learns the search policy at temperature 4).
+    #[serde(default = "yes")]
+    pub soft_policy: bool,
+    /// Winner head: win/draw/loss logits of the game result.
+    #[serde(default = "yes")]
+    pub winner: bool,
+    /// `q` head: the root search value.
+    #[serde(default = "yes")]
+    pub q: bool,
+    /// `st` head: the short-term value.
+    #[serde(default = "yes")]
+    pub st: bool,
+    /// Moves-left head.
+    #[serde(default = "yes")]
+    pub moves_left: bool,
+}
+
+impl Default for HeadsConfig {
+    fn default() -> Self {
+        HeadsConfig { soft_policy: true, winner: true, q: true, st: true, moves_left: true }
+    }
+}
+
+/// Weight of each loss term (DESIGN §3 defaults). Not part of [`NetworkConfig`] (it does not
+/// change the architecture): the trainer's config holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LossWeights {
+    /// Cross-entropy of the policy against the search policy.
+    pub policy: f64,
+    /// Cross-entropy of the soft policy against the search policy at temperature 4.
+    pub soft_policy: f64,
+    /// Cross-entropy of the winner head against the game result.
+    pub winner: f64,
+    /// Squared error of the `q` head's scalar.
+    pub q: f64,
+    /// Squared error of the `q` head's error estimate.
+    pub q_error: f64,
+    /// Cross-entropy of the `q` head's categorical buckets.
+    pub q_categorical: f64,
+    /// Squared error of the `st` head's scalar.
+    pub st: f64,
+    /// Squared error of the `st` head's error estimate.
+    pub st_error: f64,
+    /// Cross-entropy of the `st` head's categorical buckets.
+    pub st_categorical: f64,
+    /// Huber loss of the moves-left head.
+    pub moves_left: f64,
+}
+
+impl Default for LossWeights {
+    fn default() -> Self {
+        LossWeights {
+            policy: 1.0,
+            soft_policy: 8.0,
+            winner: 1.0,
+            q: 1.0,
+            q_error: 1.0,
+            q_categorical: 0.1,
+            st: 1.0,
+            st_error: 1.0,
+            st_categorical: 0.1,
+            moves_left: 1.0,
+        }
+    }
+}
+
+/// A config that cannot describe a network.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A size is zero or inconsistent with another.
+    #[error("network config: {0}")]
+    Invalid(String),
+    /// The TOML text does not parse.
+    #[error("network config: {0}")]
+    Parse(String),
+}
+
+/// Only the `[network]` table of a config file; other tables are ignored.
+#[derive(Debug, Deserialize)]
+struct NetworkOnly {
+    network: NetworkConfig,
+}
+
+impl NetworkConfig {
+    /// Parses the `[network]` table of a whole config file (other tables are ignored) and validates it.
+    pub fn from_toml_file_text(text: &str) -> Result<NetworkConfig, ConfigError> {
+        let only: NetworkOnly =
+            toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string().replace('\n', " ")))?;
+        only.network.validate()?;
+        Ok(only.network)
+    }
+
+    /// Checks that the sizes describe a buildable network.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |msg: String| Err(ConfigError::Invalid(msg));
+        for (name, v) in [
+            ("layers", self.layers),
+            ("d_model", self.d_model),
+            ("heads", self.heads),
+            ("dff", self.dff),
+            ("d_pol", self.d_pol),
+            ("value_channels", self.value_channels),
+            ("value_hidden", self.value_hidden),
+            ("moves_left_channels", self.moves_left_channels),
+            ("moves_left_hidden", self.moves_left_hidden),
+        ] {
+            if v == 0 {
+                return bad(format!("`{name}` must be at least 1"));
+            }
+        }
+        if self.d_model % self.heads != 0 {
+            return bad(format!(
+                "`heads` ({}) must divide `d_model` ({})",
+                self.heads, self.d_model
+            ));
+        }
+        if self.attention.position == PositionEncoding::Smolgen {
+            let a = &self.attention;
+            if a.smolgen_compress == 0 || a.smolgen_hidden == 0 || a.smolgen_gen == 0 {
+                return bad("smolgen sizes must be at least 1".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Width of one attention head.
+    pub fn d_head(&self) -> usize {
+        self.d_model / self.heads
+    }
+
+    /// The config as JSON (stored in checkpoints).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a NetworkConfig always serialises to JSON")
+    }
+}
+
+fn default_value_channels() -> usize {
+    32
+}
+fn default_value_hidden() -> usize {
+    128
+}

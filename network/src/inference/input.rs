@@ -1,0 +1,27 @@
+//! What the inference server needs from a game: its network input and the policy index of a move.
+
+use cfzero_mcts::Game;
+use cfzero_mcts::chess::ChessState;
+
+use crate::encoding::{PLANES, encode_tokens, move_index};
+
+/// Floats of one position's input: 64 tokens of 112 features.
+pub const INPUT_FLOATS: usize = 64 * PLANES;
+
+/// A game state the network can evaluate.
+pub trait NetInput: Game {
+    /// Writes the position's `[64][112]` token-major input to `out` (length [`INPUT_FLOATS`]).
+    fn encode(&self, out: &mut [f32]);
+    /// Index of legal move `mv` in the 1858-entry policy vector.
+    fn policy_index(&self, mv: &Self::Move) -> usize;
+}
+
+impl NetInput for ChessState {
+    fn encode(&self, out: &mut [f32]) {
+        encode_tokens(self, out);
+    }
+
+    fn policy_index(&self, mv: &Self::Move) -> usize {
+        move_index(mv, self.turn())
+    }
+}

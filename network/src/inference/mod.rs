@@ -1,0 +1,7 @@
+//! Batched inference: the [`Evaluator`](cfzero_mcts::Evaluator) that search uses.
+
+pub mod input;
+pub mod server;
+
+pub use input::{INPUT_FLOATS, NetInput};
+pub use server::{InferenceHandle, InferenceOptions, InferenceServer, PendingEval, StatsSnapshot};

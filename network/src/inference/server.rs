@@ -1,0 +1,324 @@
+//! The batched inference server: one thread owns the net and evaluates the leaf batches that
+//! many actor threads send it, several requests per forward pass.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use cfzero_mcts::{EvalError, Evaluations, Evaluator, LeafBatch};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use tch::{Kind, Tensor};
+
+use super::input::{INPUT_FLOATS, NetInput};
+use crate::encoding::POLICY_SIZE;
+use crate::model::Net;
+
+/// Options of [`InferenceServer::spawn`].
+#[derive(Debug, Clone, Copy)]
+pub struct InferenceOptions {
+    /// Most positions per forward pass (a single larger request still runs, alone).
+    pub max_batch: usize,
+    /// Capacity of the request channel (in requests); senders block when it is full.
+    pub queue_capacity: usize,
+}
+
+impl Default for InferenceOptions {
+    fn default() -> Self {
+        InferenceOptions { max_batch: 256, queue_capacity: 64 }
+    }
+}
+
+/// Counters of the inference thread.
+#[derive(Debug, Default)]
+pub struct InferenceStats {
+    batches: AtomicU64,
+    positions: AtomicU64,
+    busy_nanos: AtomicU64,
+}
+
+/// A snapshot of [`InferenceStats`].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StatsSnapshot {
+    /// Forward passes run.
+    pub batches: u64,
+    /// Positions evaluated.
+    pub positions: u64,
+    /// Seconds spent building inputs, running the net and splitting results.
+    pub busy_seconds: f64,
+}
+
+impl StatsSnapshot {
+    /// Average positions per forward pass.
+    pub fn average_batch(&self) -> f64 {
+        if self.batches == 0 { 0.0 } else { self.positions as f64 / self.batches as f64 }
+    }
+}
+
+/// One leaf batch on its way to the inference thread.
+struct Request {
+    leaves: usize,
+    inputs: Vec<f32>,
+    /// Policy index of every legal move, flat, in the batch's move order.
+    moves: Vec<u32>,
+    move_starts: Vec<usize>,
+    reply: Sender<Result<Reply, String>>,
+}
+
+/// Results of one request.
+struct Reply {
+    logits: Vec<f32>,
+    wdl: Vec<[f32; 3]>,
+    values: Vec<f32>,
+}
+
+enum Message {
+    Evaluate(Request),
+    /// New weights (name, tensor) for the net; the reply says whether they fit.
+    Publish(Vec<(String, Tensor)>, Sender<Result<(), String>>),
+}
+
+/// Recycled input buffers, so that a warm server allocates no input memory per request.
+#[derive(Default)]
+struct BufferPool(Mutex<Vec<Vec<f32>>>);
+
+impl BufferPool {
+    fn take(&self) -> Vec<f32> {
+        self.0.lock().map(|mut p| p.pop()).ok().flatten().unwrap_or_default()
+    }
+    fn give(&self, mut buf: Vec<f32>) {
+        buf.clear();
+        if let Ok(mut p) = self.0.lock() {
+            if p.len() < 256 {
+                p.push(buf);
+            }
+        }
+    }
+}
+
+/// Spawns inference threads.
+pub struct InferenceServer;
+
+impl InferenceServer {
+    /// Moves `net` onto a new inference thread (eval mode: every forward pass runs under
+    /// `no_grad`) and returns the handle that evaluators share. The thread ends when every
+    /// handle is dropped.
+    pub fn spawn<G: NetInput>(net: Net, options: InferenceOptions) -> InferenceHandle<G> {
+        let (tx, rx) = crossbeam_channel::bounded(options.queue_capacity.max(1));
+        let stats = Arc::new(InferenceStats::default());
+        let pool = Arc::new(BufferPool::default());
+        let thread = {
+            let (stats, pool) = (stats.clone(), pool.clone());
+            let max_batch = options.max_batch.max(1);
+            std::thread::Builder::new()
+                .name("inference".into())
+                .spawn(move || serve(net, rx, max_batch, &stats, &pool))
+                .expect("spawning the inference thread")
+        };
+        InferenceHandle { tx, stats, pool, thread: Arc::new(Mutex::new(Some(thread))), _game: PhantomData }
+    }
+}
+
+/// A shared handle to the inference thread; implements [`Evaluator`]. Cheap to clone.
+pub struct InferenceHandle<G> {
+    tx: Sender<Message>,
+    stats: Arc<InferenceStats>,
+    pool: Arc<BufferPool>,
+    thread: Arc<Mutex<Option<JoinHandle<()>>>>,
+    _game: PhantomData<fn() -> G>,
+}
+
+impl<G> Clone for InferenceHandle<G> {
+    fn clone(&self) -> Self {
+        InferenceHandle {
+            tx: self.tx.clone(),
+            stats: self.stats.clone(),
+            pool: self.pool.clone(),
+            thread: self.thread.clone(),
+            _game: PhantomData,
+        }
+    }
+}
+
+/// A submitted batch.
+pub struct PendingEval {
+    reply: Receiver<Result<Reply, String>>,
+}
+
+impl<G> InferenceHandle<G> {
+    /// The thread's counters so far.
+    pub fn stats(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            batches: self.stats.batches.load(Ordering::Relaxed),
+            positions: self.stats.positions.load(Ordering::Relaxed),
+            busy_seconds: self.stats.busy_nanos.load(Ordering::Relaxed) as f64 * 1e-9,
+        }
+    }
+
+    /// Replaces the served net's weights with those of `net` (same config) between requests;
+    /// returns once the thread has copied them. Requests sent before are evaluated with the old weights.
+    pub fn publish(&self, net: &Net) -> Result<(), EvalError> {
+        let weights = tch::no_grad(|| {
+            net.vs.variables().into_iter().map(|(n, t)| (n, t.copy().detach())).collect::<Vec<_>>()
+        });
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.tx.send(Message::Publish(weights, tx)).map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())?.map_err(EvalError::Failed)
+    }
+}
+
+fn gone() -> EvalError {
+    EvalError::Unavailable("the inference thread has stopped".into())
+}
+
+impl<G: NetInput> Evaluator<G> for InferenceHandle<G> {
+    type Pending = PendingEval;
+
+    fn submit(&self, batch: &LeafBatch<G>) -> Result<PendingEval, EvalError> {
+        let n = batch.len();
+        let mut inputs = self.pool.take();
+        inputs.resize(n * INPUT_FLOATS, 0.0);
+        let mut moves = Vec::with_capacity(batch.total_moves());
+        let mut move_starts = Vec::with_capacity(n + 1);
+        move_starts.push(0);
+        for i in 0..n {
+            let state = batch.state(i);
+            state.encode(&mut inputs[i * INPUT_FLOATS..(i + 1) * INPUT_FLOATS]);
+            moves.extend(batch.moves(i).iter().map(|m| state.policy_index(m) as u32));
+            move_starts.push(moves.len());
+        }
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        let request = Request { leaves: n, inputs, moves, move_starts, reply };
+        self.tx.send(Message::Evaluate(request)).map_err(|_| gone())?;
+        Ok(PendingEval { reply: rx })
+    }
+
+    fn complete(&self, pending: PendingEval, out: &mut Evaluations) -> Result<(), EvalError> {
+        let reply = pending.reply.recv().map_err(|_| gone())?.map_err(EvalError::Failed)?;
+        out.reset(reply.values.len(), reply.logits.len());
+        out.logits.copy_from_slice(&reply.logits);
+        out.values.copy_from_slice(&reply.values);
+        out.wdl.copy_from_slice(&reply.wdl);
+        Ok(())
+    }
+}
+
+/// The inference thread's loop.
+fn serve(net: Net, rx: Receiver<Message>, max_batch: usize, stats: &InferenceStats, pool: &BufferPool) {
+    let mut staging: Vec<f32> = Vec::new();
+    let mut batch: Vec<Request> = Vec::new();
+    let mut deferred: Option<Message> = None;
+    loop {
+        let first = match deferred.take() {
+            Some(m) => m,
+            None => match rx.recv() {
+                Ok(m) => m,
+                Err(_) => return,
+            },
+        };
+        let mut positions = match first {
+            Message::Publish(weights, ack) => {
+                let _ = ack.send(copy_weights(&net, &weights));
+                continue;
+            }
+            Message::Evaluate(r) => {
+                let n = r.leaves;
+                batch.push(r);
+                n
+            }
+        };
+        // Drain what is queued, up to max_batch positions; a publish waits for this batch.
+        while positions < max_batch {
+            match rx.try_recv() {
+                Ok(Message::Evaluate(r)) if positions + r.leaves <= max_batch => {
+                    positions += r.leaves;
+                    batch.push(r);
+                }
+                Ok(other) => {
+                    deferred = Some(other);
+                    break;
+                }
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        let start = Instant::now();
+        run_batch(&net, &mut batch, positions, &mut staging, pool);
+        stats.batches.fetch_add(1, Ordering::Relaxed);
+        stats.positions.fetch_add(positions as u64, Ordering::Relaxed);
+        stats.busy_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// Evaluates the requests of `batch` in one forward pass and answers each.
+fn run_batch(net: &Net, batch: &mut Vec<Request>, positions: usize, staging: &mut Vec<f32>, pool: &BufferPool) {
+    staging.clear();
+    for r in batch.iter() {
+        staging.extend_from_slice(&r.inputs);
+    }
+    let result = evaluate(net, staging, positions);
+    let mut row = 0;
+    for r in batch.drain(..) {
+        let reply = match &result {
+            Ok((policy, wdl, values)) => {
+                let mut logits = Vec::with_capacity(r.moves.len());
+                let mut wdl_out = Vec::with_capacity(r.leaves);
+                for leaf in 0..r.leaves {
+                    let base = (row + leaf) * POLICY_SIZE;
+                    logits.extend(r.moves[r.move_starts[leaf]..r.move_starts[leaf + 1]].iter().map(|&m| policy[base + m as usize]));
+                    let w = &wdl[(row + leaf) * 3..(row + leaf) * 3 + 3];
+                    wdl_out.push([w[0], w[1], w[2]]);
+                }
+                Ok(Reply { logits, wdl: wdl_out, values: values[row..row + r.leaves].to_vec() })
+            }
+            Err(e) => Err(e.clone()),
+        };
+        row += r.leaves;
+        // The requester may have given up; nothing to do then.
+        let _ = r.reply.send(reply);
+        pool.give(r.inputs);
+    }
+}
+
+/// One forward pass: (policy logits `[n*1858]`, WDL probabilities `[n*3]`, values `[n]`).
+///
+/// The value is W - L of the winner head; a net without a winner head uses its `q` head's
+/// scalar, with WDL `((1+q)/2, 0, (1-q)/2)`.
+fn evaluate(net: &Net, inputs: &[f32], n: usize) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>), String> {
+    let to_vec = |t: &Tensor| Vec::<f32>::try_from(t.to_device(tch::Device::Cpu).to_kind(Kind::Float).contiguous().view([-1])).map_err(|e| e.to_string());
+    tch::no_grad(|| {
+        let x = Tensor::from_slice(inputs).view([n as i64, 64, (INPUT_FLOATS / 64) as i64]);
+        let out = net.forward(&x);
+        let wdl = match (&out.wdl, &out.q) {
+            (Some(logits), _) => logits.softmax(-1, Kind::Float),
+            (None, Some(q)) => {
+                let v = q.value.unsqueeze(1);
+                Tensor::cat(&[(1.0 + &v) / 2.0, v.zeros_like(), (1.0 - &v) / 2.0], 1)
+            }
+            (None, None) => return Err("the net has neither a winner head nor a q head".to_owned()),
+        };
+        let values = wdl.select(1, 0) - wdl.select(1, 2);
+        Ok((to_vec(&out.policy)?, to_vec(&wdl)?, to_vec(&values)?))
+    })
+}
+
+/// Copies published weights into the served net after checking every name and shape.
+fn copy_weights(net: &Net, weights: &[(String, Tensor)]) -> Result<(), String> {
+    let vars = net.vs.variables();
+    if vars.len() != weights.len() {
+        return Err(format!("published net has {} tensors, served net {}", weights.len(), vars.len()));
+    }
+    for (name, w) in weights {
+        match vars.get(name) {
+            Some(v) if v.size() == w.size() => {}
+            Some(v) => return Err(format!("tensor `{name}` has shape {:?}, served {:?}", w.size(), v.size())),
+            None => return Err(format!("tensor `{name}` is not in the served net")),
+        }
+    }
+    tch::no_grad(|| {
+        for (name, w) in weights {
+            vars[name].shallow_clone().copy_(&w.to_device(net.device()));
+        }
+    });
+    Ok(())
+}

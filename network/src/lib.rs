@@ -1,0 +1,20 @@
+//! The Chessformer network of cfzero: the lc0-compatible input encoding and move index,
+//! the model, its losses and optimizer, checkpoints, and the batched inference server.
+
+pub mod checkpoint;
+pub mod config;
+pub mod device;
+pub mod encoding;
+pub mod flops;
+pub mod inference;
+pub mod loss;
+pub mod mask;
+pub mod model;
+pub mod optim;
+
+pub use checkpoint::{CheckpointError, load_net, save_net};
+pub use config::{HeadsConfig, LossWeights, NetworkConfig};
+pub use device::parse_device;
+pub use inference::{InferenceHandle, InferenceOptions, InferenceServer};
+pub use loss::{LossTerms, TrainingBatch, loss};
+pub use model::{ModelOutputs, Net};

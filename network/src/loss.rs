@@ -1,0 +1,180 @@
+//! Training targets and the weighted loss over all heads (DESIGN §3).
+
+use tch::{Kind, Reduction, Tensor};
+
+use crate::config::LossWeights;
+use crate::mask::{ILLEGAL_LOGIT, mask_logits};
+use crate::model::{ModelOutputs, VALUE_BUCKETS, ValueOutputs};
+
+/// Temperature of the soft policy target.
+pub const SOFT_POLICY_TEMPERATURE: f64 = 4.0;
+/// Huber delta of the moves-left loss.
+pub const MOVES_LEFT_HUBER_DELTA: f64 = 0.5;
+/// Plies per unit of the moves-left head.
+pub const MOVES_LEFT_SCALE: f64 = 20.0;
+
+/// Targets of one training batch of `B` positions (all float32 except `legal`).
+#[derive(Debug)]
+pub struct TrainingBatch {
+    /// Inputs `[B, 64, 112]`.
+    pub inputs: Tensor,
+    /// Search policy `[B, 1858]`: probabilities, zero on illegal moves.
+    pub policy: Tensor,
+    /// Legal mask `[B, 1858]` (bool, or float 0/1).
+    pub legal: Tensor,
+    /// Game result `[B, 3]` (win, draw, loss for the side to move).
+    pub wdl: Tensor,
+    /// Root search value `[B]` in [-1, 1].
+    pub q: Tensor,
+    /// Short-term value `[B]` in [-1, 1].
+    pub st: Tensor,
+    /// Plies left in the game `[B]`.
+    pub moves_left: Tensor,
+}
+
+impl TrainingBatch {
+    /// The batch moved to `device`.
+    pub fn to_device(&self, device: tch::Device) -> TrainingBatch {
+        TrainingBatch {
+            inputs: self.inputs.to_device(device),
+            policy: self.policy.to_device(device),
+            legal: self.legal.to_device(device),
+            wdl: self.wdl.to_device(device),
+            q: self.q.to_device(device),
+            st: self.st.to_device(device),
+            moves_left: self.moves_left.to_device(device),
+        }
+    }
+}
+
+/// The loss of a batch: the weighted total (for backward) and each unweighted term (for logging).
+/// Terms of heads that are off are 0.
+#[derive(Debug)]
+pub struct LossTerms {
+    /// Weighted sum, a scalar tensor with gradients.
+    pub total: Tensor,
+    /// `total` as a number.
+    pub total_value: f64,
+    /// Policy cross-entropy.
+    pub policy: f64,
+    /// Soft policy cross-entropy.
+    pub soft_policy: f64,
+    /// Winner cross-entropy.
+    pub winner: f64,
+    /// `q` squared error.
+    pub q: f64,
+    /// `q` error-estimate loss.
+    pub q_error: f64,
+    /// `q` categorical cross-entropy.
+    pub q_categorical: f64,
+    /// `st` squared error.
+    pub st: f64,
+    /// `st` error-estimate loss.
+    pub st_error: f64,
+    /// `st` categorical cross-entropy.
+    pub st_categorical: f64,
+    /// Moves-left Huber loss.
+    pub moves_left: f64,
+}
+
+impl LossTerms {
+    /// `(name, unweighted value)` of every term, for logging.
+    pub fn named(&self) -> [(&'static str, f64); 10] {
+        [
+            ("policy", self.policy),
+            ("soft_policy", self.soft_policy),
+            ("winner", self.winner),
+            ("q", self.q),
+            ("q_error", self.q_error),
+            ("q_categorical", self.q_categorical),
+            ("st", self.st),
+            ("st_error", self.st_error),
+            ("st_categorical", self.st_categorical),
+            ("moves_left", self.moves_left),
+        ]
+    }
+}
+
+/// Mean over the batch of `-sum target * log_softmax(logits)`.
+fn cross_entropy(logits: &Tensor, target: &Tensor) -> Tensor {
+    -(target * logits.log_softmax(-1, Kind::Float)).sum_dim_intlist(-1, false, Kind::Float).mean(Kind::Float)
+}
+
+/// Soft policy target: `p^(1/T)` renormalised over each row (zero rows stay zero).
+pub fn soft_target(policy: &Tensor) -> Tensor {
+    let t = policy.clamp_min(0.0).pow_tensor_scalar(1.0 / SOFT_POLICY_TEMPERATURE);
+    let sum = t.sum_dim_intlist(-1, true, Kind::Float).clamp_min(1e-12);
+    t / sum
+}
+
+/// Two-hot encoding `[B, 32]` of values in [-1, 1] over bucket centres `-1 + 2k/31`.
+pub fn two_hot(values: &Tensor) -> Tensor {
+    let n = VALUE_BUCKETS as f64 - 1.0;
+    let pos = (values.clamp(-1.0, 1.0) + 1.0) * (n / 2.0); // in [0, 31]
+    let lo = pos.floor().clamp(0.0, n - 1.0);
+    let frac = (&pos - &lo).unsqueeze(-1);
+    let lo_idx = lo.to_kind(Kind::Int64).unsqueeze(-1);
+    let z = Tensor::zeros([values.size()[0], VALUE_BUCKETS as i64], (Kind::Float, values.device()));
+    z.scatter_add(-1, &lo_idx, &(1.0 - &frac)).scatter_add(-1, &(lo_idx + 1), &frac)
+}
+
+/// (squared error, error-estimate loss, categorical cross-entropy) of a `q`/`st` head.
+fn value_terms(out: &ValueOutputs, target: &Tensor) -> (Tensor, Tensor, Tensor) {
+    let se = (&out.value - target).square().mean(Kind::Float);
+    let err_target = (target - out.value.detach()).square().detach();
+    let err = (err_target - &out.error).square().mean(Kind::Float);
+    let cat = cross_entropy(&out.categorical, &two_hot(target));
+    (se, err, cat)
+}
+
+/// The weighted loss of `outputs` against `batch` (which must be on the outputs' device).
+pub fn loss(outputs: &ModelOutputs, batch: &TrainingBatch, weights: &LossWeights) -> LossTerms {
+    let device = outputs.policy.device();
+    let zero = || Tensor::zeros([], (Kind::Float, device));
+    let scalar = |t: &Tensor| t.double_value(&[]);
+    let policy = cross_entropy(&mask_logits(&outputs.policy, &batch.legal, ILLEGAL_LOGIT), &batch.policy);
+    let mut total = &policy * weights.policy;
+    let mut terms = LossTerms {
+        total: zero(),
+        total_value: 0.0,
+        policy: scalar(&policy),
+        soft_policy: 0.0,
+        winner: 0.0,
+        q: 0.0,
+        q_error: 0.0,
+        q_categorical: 0.0,
+        st: 0.0,
+        st_error: 0.0,
+        st_categorical: 0.0,
+        moves_left: 0.0,
+    };
+    if let Some(soft) = &outputs.soft_policy {
+        let l = cross_entropy(&mask_logits(soft, &batch.legal, ILLEGAL_LOGIT), &soft_target(&batch.policy));
+        terms.soft_policy = scalar(&l);
+        total += l * weights.soft_policy;
+    }
+    if let Some(wdl) = &outputs.wdl {
+        let l = cross_entropy(wdl, &batch.wdl);
+        terms.winner = scalar(&l);
+        total += l * weights.winner;
+    }
+    if let Some(q) = &outputs.q {
+        let (se, err, cat) = value_terms(q, &batch.q);
+        (terms.q, terms.q_error, terms.q_categorical) = (scalar(&se), scalar(&err), scalar(&cat));
+        total += se * weights.q + err * weights.q_error + cat * weights.q_categorical;
+    }
+    if let Some(st) = &outputs.st {
+        let (se, err, cat) = value_terms(st, &batch.st);
+        (terms.st, terms.st_error, terms.st_categorical) = (scalar(&se), scalar(&err), scalar(&cat));
+        total += se * weights.st + err * weights.st_error + cat * weights.st_categorical;
+    }
+    if let Some(ml) = &outputs.moves_left {
+        let target = &batch.moves_left / MOVES_LEFT_SCALE;
+        let l = ml.huber_loss(&target, Reduction::Mean, MOVES_LEFT_HUBER_DELTA);
+        terms.moves_left = scalar(&l);
+        total += l * weights.moves_left;
+    }
+    terms.total_value = scalar(&total);
+    terms.total = total;
+    terms
+}

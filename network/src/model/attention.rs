@@ -1,0 +1,106 @@
+//! Multi-head self-attention over the 64 square tokens, with its position term.
+
+use tch::{Tensor, nn};
+
+use super::layers::Dense;
+use super::shaw;
+use super::smolgen::Smolgen;
+use crate::config::{NetworkConfig, PositionEncoding};
+
+/// The position term of one attention layer.
+#[derive(Debug)]
+pub enum PositionTerm {
+    /// Shaw tables `rpe_q`, `rpe_k`, `rpe_v`, each `[H, 225, d_head]`, zero-initialised.
+    Shaw {
+        /// Query-side table.
+        rq: Tensor,
+        /// Key-side table.
+        rk: Tensor,
+        /// Value-side table.
+        rv: Tensor,
+    },
+    /// Smolgen bias.
+    Smolgen(Smolgen),
+    /// None.
+    None,
+}
+
+/// One multi-head attention block. Head `h` uses channels `h*d_head..(h+1)*d_head` (contiguous, as Lc0).
+#[derive(Debug)]
+pub struct Attention {
+    /// Query projection (bias only with `qkv_bias`).
+    pub q: Dense,
+    /// Key projection.
+    pub k: Dense,
+    /// Value projection (DeepNorm gain beta).
+    pub v: Dense,
+    /// Output projection with bias (DeepNorm gain beta).
+    pub out: Dense,
+    /// Position term.
+    pub position: PositionTerm,
+    heads: i64,
+}
+
+/// Per-forward-pass context shared by all layers: gathered index and the smolgen generator.
+pub struct AttentionContext<'a> {
+    /// Bucket index `[4096]` for Shaw tables.
+    pub bucket_index: &'a Tensor,
+    /// Global smolgen generator `[4096, gen]`, if the net uses smolgen.
+    pub smolgen_w: Option<&'a Tensor>,
+}
+
+impl Attention {
+    /// Variables under `path`: `q`, `k`, `v`, `out`, and `rpe_q/rpe_k/rpe_v` or `smolgen`.
+    pub fn new(path: &nn::Path, cfg: &NetworkConfig, beta: f64) -> Attention {
+        let d = cfg.d_model;
+        let (h, dh) = (cfg.heads as i64, cfg.d_head() as i64);
+        let position = match cfg.attention.position {
+            PositionEncoding::Shaw => {
+                let table = |name: &str| path.var(name, &[h, shaw::BUCKETS as i64, dh], nn::Init::Const(0.0));
+                PositionTerm::Shaw { rq: table("rpe_q"), rk: table("rpe_k"), rv: table("rpe_v") }
+            }
+            PositionEncoding::Smolgen => {
+                PositionTerm::Smolgen(Smolgen::new(&(path / "smolgen"), &cfg.attention, d, cfg.heads))
+            }
+            PositionEncoding::None => PositionTerm::None,
+        };
+        Attention {
+            q: Dense::new(path / "q", d, d, cfg.qkv_bias, 1.0),
+            k: Dense::new(path / "k", d, d, cfg.qkv_bias, 1.0),
+            v: Dense::new(path / "v", d, d, cfg.qkv_bias, beta),
+            out: Dense::new(path / "out", d, d, true, beta),
+            position,
+            heads: h,
+        }
+    }
+
+    /// Splits `[B, 64, d]` into heads `[B, H, 64, d_head]`.
+    fn split(&self, x: &Tensor) -> Tensor {
+        let (b, n, d) = x.size3().expect("tokens are [B, 64, d]");
+        x.view([b, n, self.heads, d / self.heads]).permute([0, 2, 1, 3])
+    }
+
+    /// Queries, keys and values of `x`, split into heads.
+    pub fn qkv(&self, x: &Tensor) -> (Tensor, Tensor, Tensor) {
+        (self.split(&self.q.forward(x)), self.split(&self.k.forward(x)), self.split(&self.v.forward(x)))
+    }
+
+    /// Attention output `[B, 64, d]` (after the output projection) for tokens `x` `[B, 64, d]`.
+    pub fn forward(&self, x: &Tensor, ctx: &AttentionContext) -> Tensor {
+        let (b, n, d) = x.size3().expect("tokens are [B, 64, d]");
+        let (q, k, v) = self.qkv(x);
+        let z = match &self.position {
+            PositionTerm::Shaw { rq, rk, rv } => {
+                let g = |t: &Tensor| shaw::gather(t, ctx.bucket_index);
+                let (rq, rk, rv) = (g(rq), g(rk), g(rv));
+                shaw::attend(&q, &k, &v, Some((&rq, &rk, &rv)), None)
+            }
+            PositionTerm::Smolgen(s) => {
+                let generator = ctx.smolgen_w.expect("a smolgen net has smolgen_w");
+                shaw::attend(&q, &k, &v, None, Some(&s.forward(x, generator)))
+            }
+            PositionTerm::None => shaw::attend(&q, &k, &v, None, None),
+        };
+        self.out.forward(&z.permute([0, 2, 1, 3]).reshape([b, n, d]))
+    }
+}

@@ -1,0 +1,172 @@
+//! The Chessformer model (DESIGN §3): embedding with gates, post-LN encoder layers,
+//! attention policy heads and value heads.
+
+pub mod attention;
+pub mod encoder;
+pub mod layers;
+pub mod policy;
+pub mod shaw;
+pub mod smolgen;
+pub mod value;
+
+use tch::{Device, Kind, Tensor, nn};
+
+use crate::config::{ConfigError, NetworkConfig, PositionEncoding};
+use crate::encoding::{PLANES, attention_gather};
+use attention::AttentionContext;
+use encoder::EncoderLayer;
+use layers::Dense;
+use policy::PolicyHead;
+pub use value::{VALUE_BUCKETS, ValueOutputs};
+use value::{MovesLeftHead, ScalarValueHead, WinnerHead};
+
+/// Everything the network predicts for a batch of `B` positions. Optional heads are `None`
+/// when the config turns them off.
+#[derive(Debug)]
+pub struct ModelOutputs {
+    /// Policy logits `[B, 1858]` (unmasked).
+    pub policy: Tensor,
+    /// Soft-policy logits `[B, 1858]` (unmasked).
+    pub soft_policy: Option<Tensor>,
+    /// Winner W/D/L logits `[B, 3]`.
+    pub wdl: Option<Tensor>,
+    /// The `q` head.
+    pub q: Option<ValueOutputs>,
+    /// The `st` head.
+    pub st: Option<ValueOutputs>,
+    /// Moves left `[B]` in units of 20 plies (multiply by 20 for plies).
+    pub moves_left: Option<Tensor>,
+}
+
+/// Embedding: `mish(x W^T + b) * gate_mul + gate_add`, gates `[64, d]`.
+#[derive(Debug)]
+pub struct Embedding {
+    /// `[d, 112]` with bias.
+    pub dense: Dense,
+    /// Multiplicative gate `[64, d]`, init 1.
+    pub gate_mul: Tensor,
+    /// Additive gate `[64, d]`, init 0.
+    pub gate_add: Tensor,
+}
+
+/// The Chessformer's layers (tensors shared with a [`nn::VarStore`]).
+#[derive(Debug)]
+pub struct Chessformer {
+    /// Input embedding.
+    pub embed: Embedding,
+    /// Encoder layers.
+    pub layers: Vec<EncoderLayer>,
+    /// Global smolgen generator `[4096, gen]` (smolgen nets only).
+    pub smolgen_w: Option<Tensor>,
+    /// Policy head.
+    pub policy: PolicyHead,
+    /// Soft policy head.
+    pub soft_policy: Option<PolicyHead>,
+    /// Winner head.
+    pub winner: Option<WinnerHead>,
+    /// `q` head.
+    pub q: Option<ScalarValueHead>,
+    /// `st` head.
+    pub st: Option<ScalarValueHead>,
+    /// Moves-left head.
+    pub moves_left: Option<MovesLeftHead>,
+    gather: Tensor,
+    bucket_index: Tensor,
+}
+
+impl Chessformer {
+    /// Creates the variables of `cfg` under `root` (names listed in each layer's `new`).
+    pub fn new(root: &nn::Path, cfg: &NetworkConfig) -> Result<Chessformer, ConfigError> {
+        cfg.validate()?;
+        let d = cfg.d_model;
+        let device = root.device();
+        let embed = Embedding {
+            dense: Dense::new(root / "embed", PLANES, d, true, 1.0),
+            gate_mul: (root / "embed").var("gate_mul", &[64, d as i64], nn::Init::Const(1.0)),
+            gate_add: (root / "embed").var("gate_add", &[64, d as i64], nn::Init::Const(0.0)),
+        };
+        let layers = (0..cfg.layers).map(|i| EncoderLayer::new(&(root / "encoder" / i), cfg)).collect();
+        let smolgen_w = (cfg.attention.position == PositionEncoding::Smolgen).then(|| {
+            let gen_size = cfg.attention.smolgen_gen;
+            let std = (2.0 / (gen_size + 4096) as f64).sqrt();
+            root.var("smolgen_w", &[4096, gen_size as i64], nn::Init::Randn { mean: 0.0, stdev: std })
+        });
+        let (vc, vh) = (cfg.value_channels, cfg.value_hidden);
+        let h = &cfg.outputs;
+        let gather: Vec<i64> = attention_gather().iter().map(|&i| i as i64).collect();
+        Ok(Chessformer {
+            embed,
+            layers,
+            smolgen_w,
+            policy: PolicyHead::new(&(root / "policy"), d, cfg.d_pol),
+            soft_policy: h.soft_policy.then(|| PolicyHead::new(&(root / "soft_policy"), d, cfg.d_pol)),
+            winner: h.winner.then(|| WinnerHead::new(&(root / "value_winner"), d, vc, vh)),
+            q: h.q.then(|| ScalarValueHead::new(&(root / "value_q"), d, vc, vh)),
+            st: h.st.then(|| ScalarValueHead::new(&(root / "value_st"), d, vc, vh)),
+            moves_left: h.moves_left.then(|| {
+                MovesLeftHead::new(&(root / "moves_left"), d, cfg.moves_left_channels, cfg.moves_left_hidden)
+            }),
+            gather: Tensor::from_slice(&gather).to_device(device),
+            bucket_index: shaw::bucket_index(device),
+        })
+    }
+
+    /// The tokens after the encoder, `[B, 64, d]`, for inputs `[B, 64, 112]`.
+    pub fn body(&self, inputs: &Tensor) -> Tensor {
+        let e = &self.embed;
+        let mut x = e.dense.forward(inputs).mish() * &e.gate_mul + &e.gate_add;
+        let ctx = AttentionContext { bucket_index: &self.bucket_index, smolgen_w: self.smolgen_w.as_ref() };
+        for layer in &self.layers {
+            x = layer.forward(&x, &ctx);
+        }
+        x
+    }
+
+    /// Runs the whole network on inputs `[B, 64, 112]` (token-major planes).
+    pub fn forward(&self, inputs: &Tensor) -> ModelOutputs {
+        let x = self.body(inputs);
+        ModelOutputs {
+            policy: self.policy.forward(&x, &self.gather),
+            soft_policy: self.soft_policy.as_ref().map(|p| p.forward(&x, &self.gather)),
+            wdl: self.winner.as_ref().map(|w| w.forward(&x)),
+            q: self.q.as_ref().map(|h| h.forward(&x)),
+            st: self.st.as_ref().map(|h| h.forward(&x)),
+            moves_left: self.moves_left.as_ref().map(|m| m.forward(&x)),
+        }
+    }
+}
+
+/// A network: its config, its variables and its layers.
+#[derive(Debug)]
+pub struct Net {
+    /// The shape of the net.
+    pub config: NetworkConfig,
+    /// The variables (names as in [`Chessformer::new`]).
+    pub vs: nn::VarStore,
+    /// The layers.
+    pub model: Chessformer,
+}
+
+impl Net {
+    /// A freshly initialised net on `device` (float32).
+    pub fn new(config: &NetworkConfig, device: Device) -> Result<Net, ConfigError> {
+        let vs = nn::VarStore::new(device);
+        let model = Chessformer::new(&vs.root(), config)?;
+        Ok(Net { config: config.clone(), vs, model })
+    }
+
+    /// Runs the network (with gradients if enabled) on inputs `[B, 64, 112]`, moved to the net's device.
+    pub fn forward(&self, inputs: &Tensor) -> ModelOutputs {
+        self.model.forward(&inputs.to_device(self.vs.device()).to_kind(Kind::Float))
+    }
+
+    /// Number of trainable parameters.
+    pub fn parameter_count(&self) -> usize {
+        self.vs.trainable_variables().iter().map(|t| t.numel()).sum()
+    }
+
+    /// The device the net lives on.
+    pub fn device(&self) -> Device {
+        self.vs.device()
+    }
+}

@@ -1,0 +1,36 @@
+//! Learning-rate schedule: linear warmup, then step decay.
+
+use serde::{Deserialize, Serialize};
+
+/// `lr(step)` for 0-based `step`: during warmup `peak * (step + 1) / warmup_steps`, then
+/// `peak * decay_factor^k` where k is the number of `decay_steps` boundaries `<= step`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LrSchedule {
+    /// Learning rate after warmup.
+    pub peak: f64,
+    /// Steps of linear warmup (0: none).
+    #[serde(default)]
+    pub warmup_steps: u64,
+    /// Steps at which the rate is multiplied by `decay_factor` (ascending).
+    #[serde(default)]
+    pub decay_steps: Vec<u64>,
+    /// Factor applied at each decay step.
+    #[serde(default = "default_decay_factor")]
+    pub decay_factor: f64,
+}
+
+fn default_decay_factor() -> f64 {
+    0.1
+}
+
+impl LrSchedule {
+    /// The learning rate of (0-based) `step`.
+    pub fn lr(&self, step: u64) -> f64 {
+        if step < self.warmup_steps {
+            return self.peak * (step + 1) as f64 / self.warmup_steps as f64;
+        }
+        let k = self.decay_steps.iter().filter(|&&b| b <= step).count();
+        self.peak * self.decay_factor.powi(k as i32)
+    }
+}

@@ -1,0 +1,105 @@
+//! Shaw attention (fast vs slow reference), the attention policy layout, and masking.
+
+mod net_support;
+
+use cfzero_network::Net;
+use cfzero_network::encoding::{POLICY_SIZE, attention_gather};
+use cfzero_network::mask::{legal_mask_from_indices, masked_softmax};
+use cfzero_network::model::attention::PositionTerm;
+use cfzero_network::model::shaw::{self, attend, attend_reference, bucket, bucket_index, gather};
+use net_support::preset;
+use tch::{Device, Kind, Tensor};
+
+#[test]
+fn buckets_follow_the_displacement() {
+    assert_eq!(bucket(0, 0), 7 * 15 + 7);
+    assert_eq!(bucket(0, 63), 14 * 15 + 14); // a1 -> h8: +7 ranks, +7 files
+    assert_eq!(bucket(63, 0), 0);
+    assert_eq!(bucket(12, 21), 8 * 15 + 8); // e2 -> f3
+}
+
+#[test]
+fn fast_shaw_attention_equals_the_slow_reference() {
+    tch::manual_seed(7);
+    let (b, h, dh) = (2, 3, 5);
+    let opts = (Kind::Float, Device::Cpu);
+    let q = Tensor::randn([b, h, 64, dh], opts);
+    let k = Tensor::randn([b, h, 64, dh], opts);
+    let v = Tensor::randn([b, h, 64, dh], opts);
+    let tables: Vec<Tensor> = (0..3).map(|_| Tensor::randn([h, shaw::BUCKETS as i64, dh], opts)).collect();
+    let idx = bucket_index(Device::Cpu);
+    let g: Vec<Tensor> = tables.iter().map(|t| gather(t, &idx)).collect();
+    let fast = attend(&q, &k, &v, Some((&g[0], &g[1], &g[2])), None);
+    let slow = attend_reference(&q, &k, &v, (&tables[0], &tables[1], &tables[2]));
+    let diff = (fast - slow).abs().max().double_value(&[]);
+    assert!(diff < 1e-5, "max difference {diff}");
+}
+
+#[test]
+fn a_layer_of_the_model_uses_its_shaw_tables_like_the_reference() {
+    tch::manual_seed(3);
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let attn = &net.model.layers[0].attn;
+    let PositionTerm::Shaw { rq, rk, rv } = &attn.position else { panic!("micro uses Shaw") };
+    tch::no_grad(|| {
+        for t in [rq, rk, rv] {
+            t.shallow_clone().copy_(&(Tensor::randn(t.size(), (Kind::Float, Device::Cpu)) * 0.5));
+        }
+        let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
+        let (q, k, v) = attn.qkv(&x);
+        let idx = bucket_index(Device::Cpu);
+        let fast = attend(&q, &k, &v, Some((&gather(rq, &idx), &gather(rk, &idx), &gather(rv, &idx))), None);
+        let slow = attend_reference(&q, &k, &v, (rq, rk, rv));
+        assert!((fast - slow).abs().max().double_value(&[]) < 1e-5);
+    });
+}
+
+#[test]
+fn policy_logits_are_the_gathered_attention_logits_with_lc0_promotions() {
+    tch::manual_seed(11);
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
+    let head = &net.model.policy;
+    tch::no_grad(|| {
+        let full = head.attention_logits(&x);
+        assert_eq!(full.size(), [2, 4288]);
+        // Recompute one promotion by hand: from file 1 (b7) to file 0 (a8), rook (piece 1).
+        let e = head.embed.forward(&x).mish();
+        let (qp, kp) = (head.q.forward(&e), head.k.forward(&e));
+        let row = 0;
+        let qf = qp.get(row).get(48 + 1);
+        let kt = kp.get(row).get(56);
+        let base = qf.dot(&kt).double_value(&[]) / 4.0; // sqrt(d_pol = 16)
+        let o = head.promo.forward(&kt); // [4]: q, r, b, n offsets
+        let expect = base + o.double_value(&[1]) + o.double_value(&[3]);
+        let got = full.double_value(&[row, 4096 + 24 + 1]);
+        assert!((expect - got).abs() < 1e-5, "{expect} vs {got}");
+        assert!((full.double_value(&[row, (49 * 64 + 56) as i64]) - base).abs() < 1e-5);
+        // The 1858 policy is exactly the gather of the 4288 vector.
+        let policy = head.forward(&x, &Tensor::from_slice(&attention_gather().iter().map(|&i| i as i64).collect::<Vec<_>>()));
+        for (i, &g) in attention_gather().iter().enumerate().step_by(97) {
+            assert_eq!(policy.double_value(&[1, i as i64]), full.double_value(&[1, g as i64]));
+        }
+    });
+}
+
+#[test]
+fn illegal_moves_never_get_probability() {
+    tch::manual_seed(5);
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let x = Tensor::rand([3, 64, 112], (Kind::Float, Device::Cpu));
+    let legal: Vec<Vec<usize>> = vec![vec![0, 5, 1857], vec![100], (0..POLICY_SIZE).step_by(3).collect()];
+    let mask = legal_mask_from_indices(&legal, Device::Cpu);
+    let p = tch::no_grad(|| masked_softmax(&(net.forward(&x).policy * 1000.0), &mask));
+    for (b, moves) in legal.iter().enumerate() {
+        let row = Vec::<f32>::try_from(p.get(b as i64)).unwrap();
+        let sum: f32 = row.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-5);
+        for (i, &pi) in row.iter().enumerate() {
+            if !moves.contains(&i) {
+                assert_eq!(pi, 0.0, "illegal move {i} of row {b} has probability {pi}");
+            }
+        }
+    }
+    assert_eq!(p.double_value(&[1, 100]), 1.0);
+}

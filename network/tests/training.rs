@@ -1,0 +1,102 @@
+//! Loss terms, gradients reaching every parameter, and a micro net overfitting one batch.
+
+mod net_support;
+
+use cfzero_network::loss::{soft_target, two_hot};
+use cfzero_network::optim::{LrSchedule, NAdam, NAdamConfig, clip_grad_norm};
+use cfzero_network::{LossWeights, Net, loss};
+use net_support::{preset, synthetic_batch};
+use tch::{Device, Kind, Tensor};
+
+#[test]
+fn two_hot_puts_mass_on_the_neighbouring_buckets() {
+    let t = two_hot(&Tensor::from_slice(&[-1.0f32, 1.0, 0.0, -1.0 + 2.0 / 31.0 * 2.5]));
+    assert_eq!(t.double_value(&[0, 0]), 1.0);
+    assert_eq!(t.double_value(&[1, 31]), 1.0);
+    // 0 lies halfway between buckets 15 and 16.
+    assert!((t.double_value(&[2, 15]) - 0.5).abs() < 1e-6 && (t.double_value(&[2, 16]) - 0.5).abs() < 1e-6);
+    assert!((t.double_value(&[3, 2]) - 0.5).abs() < 1e-5 && (t.double_value(&[3, 3]) - 0.5).abs() < 1e-5);
+    let sums = t.sum_dim_intlist(-1, false, Kind::Float);
+    assert!((sums - 1.0).abs().max().double_value(&[]) < 1e-6);
+}
+
+#[test]
+fn soft_target_is_the_fourth_root_renormalised() {
+    let p = Tensor::from_slice(&[0.0f32, 0.0625, 0.9375, 0.0]).view([1, 4]);
+    let s = soft_target(&p);
+    let (a, b) = (0.0625f64.powf(0.25), 0.9375f64.powf(0.25));
+    assert!((s.double_value(&[0, 1]) - a / (a + b)).abs() < 1e-6);
+    assert!((s.double_value(&[0, 2]) - b / (a + b)).abs() < 1e-6);
+    assert_eq!(s.double_value(&[0, 0]), 0.0);
+}
+
+#[test]
+fn loss_terms_match_hand_computation_for_known_outputs() {
+    tch::manual_seed(1);
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let batch = synthetic_batch(4, 20, 2);
+    let out = net.forward(&batch.inputs);
+    let terms = loss(&out, &batch, &LossWeights::default());
+    // Policy: -log softmax over the legal moves at the target move.
+    let masked = out.policy.masked_fill(&batch.legal.to_kind(Kind::Bool).logical_not(), f64::NEG_INFINITY);
+    let logp = masked.log_softmax(-1, Kind::Float);
+    let expect = -(logp.masked_fill(&batch.policy.eq(0.0), 0.0)).sum(Kind::Float).double_value(&[]) / 4.0;
+    assert!((terms.policy - expect).abs() < 1e-5, "{} vs {expect}", terms.policy);
+    let q = out.q.as_ref().unwrap();
+    let se = (&q.value - &batch.q).square().mean(Kind::Float).double_value(&[]);
+    assert!((terms.q - se).abs() < 1e-6);
+    let w = LossWeights::default();
+    let weighted: f64 = terms.policy * w.policy
+        + terms.soft_policy * w.soft_policy
+        + terms.winner * w.winner
+        + terms.q * w.q
+        + terms.q_error * w.q_error
+        + terms.q_categorical * w.q_categorical
+        + terms.st * w.st
+        + terms.st_error * w.st_error
+        + terms.st_categorical * w.st_categorical
+        + terms.moves_left * w.moves_left;
+    assert!((terms.total_value - weighted).abs() < 1e-4 * weighted.abs().max(1.0));
+}
+
+#[test]
+fn gradients_reach_every_parameter() {
+    for name in ["micro", "lc0-bt-tiny"] {
+        tch::manual_seed(9);
+        let mut cfg = preset(name);
+        cfg.qkv_bias = true; // as imported Lc0 nets have
+        let net = Net::new(&cfg, Device::Cpu).unwrap();
+        let batch = synthetic_batch(4, 1858, 4); // every move legal, so promotions get gradients
+        let terms = loss(&net.forward(&batch.inputs), &batch, &LossWeights::default());
+        terms.total.backward();
+        for (var, t) in net.vs.variables() {
+            let g = t.grad();
+            assert!(g.defined(), "{name}: no gradient for {var}");
+            assert!(g.abs().sum(Kind::Double).double_value(&[]) > 0.0, "{name}: zero gradient for {var}");
+        }
+    }
+}
+
+#[test]
+fn micro_net_overfits_one_small_batch() {
+    tch::manual_seed(42);
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let batch = synthetic_batch(8, 24, 43);
+    let mut opt = NAdam::new(net.vs.trainable_variables(), NAdamConfig::default());
+    let schedule = LrSchedule { peak: 1e-2, warmup_steps: 10, decay_steps: vec![], decay_factor: 0.1 };
+    let weights = LossWeights::default();
+    let first = loss(&net.forward(&batch.inputs), &batch, &weights).total_value;
+    let mut last = first;
+    for step in 0..300 {
+        opt.zero_grad();
+        let terms = loss(&net.forward(&batch.inputs), &batch, &weights);
+        terms.total.backward();
+        clip_grad_norm(opt.params(), 10.0);
+        opt.step(schedule.lr(step));
+        last = terms.total_value;
+        if last < first / 10.0 {
+            break;
+        }
+    }
+    assert!(last < first / 10.0, "loss went from {first} to {last}");
+}

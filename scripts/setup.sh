@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One-time set-up of libtorch (from PyPI's torch wheel) in .venv; fast and silent when already done.
+#   scripts/setup.sh          CPU install (~1.2 GB): torch without its CUDA dependency stack
+#   scripts/setup.sh --gpu    full torch with the CUDA stack (~4.7 GB) for NVIDIA GPUs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TORCH_VERSION=2.13.0
+want=cpu
+[[ "${1:-}" == "--gpu" || "${CFZERO_GPU:-}" == "1" ]] && want=gpu
+stamp=.venv/.cfzero-setup
+expected="torch=$TORCH_VERSION flavour=$want python-deps=chess"
+
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$expected" && -e .libtorch/lib/libtorch.so ]]; then
+  exit 0
+fi
+# A CPU set-up is enough when a GPU one is already there.
+if [[ "$want" == cpu && -f "$stamp" && "$(cat "$stamp")" == "${expected/flavour=cpu/flavour=gpu}" && -e .libtorch/lib/libtorch.so ]]; then
+  exit 0
+fi
+
+command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (https://rustup.rs)" >&2; exit 1; }
+py=$(command -v python3 || true)
+[[ -n "$py" ]] || { echo "setup: python3 not found; it is needed to fetch libtorch from PyPI" >&2; exit 1; }
+
+echo "setup: installing libtorch $TORCH_VERSION ($want) into .venv (once)" >&2
+[[ -x .venv/bin/python ]] || "$py" -m venv .venv
+pip=(.venv/bin/python -m pip install --disable-pip-version-check -q)
+if [[ "$want" == gpu ]]; then
+  "${pip[@]}" "torch==$TORCH_VERSION"
+else
+  # torch's own libraries link libcudart/cupti even for CPU use; these two small wheels satisfy that.
+  "${pip[@]}" --no-deps "torch==$TORCH_VERSION" nvidia-cuda-runtime==13.0.96 nvidia-cuda-cupti==13.0.85
+fi
+# The python-chess client drives the UCI engine in the tests; numpy feeds the PyTorch reference benchmark.
+"${pip[@]}" chess numpy
+
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+[[ -e "$site/torch/lib/libtorch.so" ]] || { echo "setup: torch installed but $site/torch/lib/libtorch.so is missing" >&2; exit 1; }
+ln -sfn "$(realpath --relative-to=. "$site/torch")" .libtorch
+echo "$expected" > "$stamp"
+echo "setup: done (libtorch at .libtorch -> $site/torch)" >&2

@@ -1,0 +1,269 @@
+//! An actor: one thread that plays many self-play games at once through the search driver.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
+use cfzero_mcts::search::{SearchError, SearchResult};
+use cfzero_mcts::{Driver, Evaluator, SearchConfig};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use shakmaty::{Color, Move};
+
+use crate::config::SelfplayConfig;
+use crate::record::{GameRecord, PositionRecord, quantize_probability};
+use crate::result::{GameResult, Termination};
+use crate::targets::{SHORT_TERM_THETA, short_term_targets};
+
+/// Why self-play stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum SelfplayError {
+    /// The search (or its evaluator) failed.
+    #[error("search failed: {0}")]
+    Search(#[from] SearchError),
+    /// An opening of the book is not a valid position.
+    #[error("opening {index} ({fen:?}): {reason}")]
+    BadOpening {
+        /// Line number in the book (0-based, over kept lines).
+        index: usize,
+        /// The FEN.
+        fen: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// A finished self-play game.
+#[derive(Debug, Clone)]
+pub struct FinishedGame {
+    /// The record to train on.
+    pub record: GameRecord,
+    /// For a game that played on past a resignation: whether that resignation would have
+    /// been wrong (the resigning side did not lose). `None` if no one would have resigned.
+    pub resign_false_positive: Option<bool>,
+}
+
+/// Counters of an actor's work.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ActorStats {
+    /// Games finished.
+    pub games: u64,
+    /// Moves played (positions recorded).
+    pub positions: u64,
+    /// Positions searched with the full budget (training positions).
+    pub training_positions: u64,
+    /// Simulations run over all searches.
+    pub simulations: u64,
+}
+
+/// One game in flight.
+#[derive(Debug)]
+struct Slot {
+    start_fen: Option<String>,
+    positions: Vec<PositionRecord>,
+    playthrough: bool,
+    would_resign: Option<Color>,
+}
+
+/// The identity of a stream of self-play: which net plays, and the random seed.
+#[derive(Debug, Clone, Copy)]
+pub struct ActorId {
+    /// Generation of the net that plays (stored in the records).
+    pub generation: u32,
+    /// Seed of this actor's random numbers: same seed, same games (with a deterministic evaluator).
+    pub seed: u64,
+}
+
+/// Plays `games` games with `evaluator`, up to `config.games_per_actor` at a time, and hands
+/// each finished game to `on_game` as soon as it ends. Stops early (dropping unfinished
+/// games) when `stop` is set. `openings` are FENs; empty means the standard start position.
+pub fn play_games<E: Evaluator<ChessState>>(
+    config: &SelfplayConfig,
+    search: &SearchConfig,
+    evaluator: &E,
+    openings: &[String],
+    id: ActorId,
+    games: usize,
+    stop: &AtomicBool,
+    mut on_game: impl FnMut(FinishedGame, &ActorStats),
+) -> Result<ActorStats, SelfplayError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(id.seed);
+    let mut driver: Driver<ChessState> = Driver::new(search.clone(), config.cache_entries);
+    let mut stats = ActorStats::default();
+    let mut roots: Vec<ChessState> = Vec::new();
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut budgets: Vec<u32> = Vec::new();
+    let mut started = 0usize;
+    let mut full: Vec<bool> = Vec::new();
+    let mut done: Vec<(usize, (GameResult, Termination))> = Vec::new();
+    let mut root_qs = Vec::new();
+    let mut st = Vec::new();
+
+    loop {
+        while roots.len() < config.games_per_actor.max(1) && started < games {
+            let (state, slot) = new_game(config, openings, &mut rng)?;
+            roots.push(state);
+            slots.push(slot);
+            started += 1;
+        }
+        if roots.is_empty() || stop.load(Ordering::Relaxed) {
+            return Ok(stats);
+        }
+        budgets.clear();
+        full.clear();
+        for _ in 0..roots.len() {
+            let is_full = rng.random::<f32>() < config.full_search_fraction;
+            full.push(is_full);
+            budgets.push(if is_full { config.simulations } else { config.cheap_simulations });
+        }
+        let results = driver.run(&roots, &budgets, evaluator, &mut rng)?;
+
+        done.clear();
+        for (i, res) in results.iter().enumerate() {
+            stats.simulations += u64::from(res.simulations);
+            stats.positions += 1;
+            stats.training_positions += u64::from(full[i]);
+            if let Some(end) = step_game(config, &mut roots[i], &mut slots[i], res, full[i], &mut rng) {
+                done.push((i, end));
+            }
+        }
+        // Descending order keeps the indices still to remove valid across swap_remove.
+        for &(i, (result, termination)) in done.iter().rev() {
+            let state = roots.swap_remove(i);
+            let slot = slots.swap_remove(i);
+            let game = finish(slot, &state, result, termination, id.generation, &mut root_qs, &mut st);
+            stats.games += 1;
+            on_game(game, &stats);
+        }
+    }
+}
+
+/// Starts a game from the standard position or a random opening of the book.
+fn new_game(
+    config: &SelfplayConfig,
+    openings: &[String],
+    rng: &mut impl Rng,
+) -> Result<(ChessState, Slot), SelfplayError> {
+    let (mut state, start_fen) = if openings.is_empty() {
+        (ChessState::new(), None)
+    } else {
+        let index = rng.random_range(0..openings.len());
+        let fen = &openings[index];
+        let state = ChessState::from_fen(fen, HistoryFill::No).map_err(|e| SelfplayError::BadOpening {
+            index,
+            fen: fen.clone(),
+            reason: e.to_string(),
+        })?;
+        (state, Some(fen.clone()))
+    };
+    state.set_max_plies(config.max_plies);
+    let playthrough = rng.random::<f32>() < config.resign_playthrough;
+    let slot = Slot { start_fen, positions: Vec::with_capacity(128), playthrough, would_resign: None };
+    Ok((state, slot))
+}
+
+/// Chooses and plays a move from a search result, records the position, and says whether
+/// (and how) the game ended.
+fn step_game(
+    config: &SelfplayConfig,
+    state: &mut ChessState,
+    slot: &mut Slot,
+    res: &SearchResult<Move>,
+    full: bool,
+    rng: &mut impl Rng,
+) -> Option<(GameResult, Termination)> {
+    let played = if state.ply() < config.temperature_plies {
+        sample_move(&res.policy, config.temperature, rng)
+    } else {
+        res.moves.iter().position(|&m| m == res.best_move).expect("the best move is a root move")
+    };
+    let mv = res.moves[played];
+    let played_q = res.q.get(played).copied().unwrap_or(res.value);
+    slot.positions.push(PositionRecord {
+        played: u8::try_from(played).expect("at most 218 legal moves"),
+        policy: if full { res.policy.iter().map(|&p| quantize_probability(p)).collect() } else { Vec::new() },
+        network_q: res.network_value,
+        root_q: res.value,
+        root_d: res.wdl[1],
+        best_q: res.best_q,
+        played_q,
+        st: 0.0,
+    });
+
+    let mover = state.turn();
+    if let Some(threshold) = config.resign_threshold
+        && res.value < threshold
+    {
+        if !slot.playthrough {
+            state.play_move(mv);
+            return Some((GameResult::win_for(!mover), Termination::Resignation));
+        }
+        slot.would_resign.get_or_insert(mover);
+    }
+    state.play_move(mv);
+    state.terminal_reason().map(|reason| {
+        let termination = termination_of(reason);
+        let result = match reason {
+            // The side to move is mated: the side that just moved won.
+            TerminalReason::Checkmate => GameResult::win_for(mover),
+            _ => GameResult::Draw,
+        };
+        (result, termination)
+    })
+}
+
+/// Index of a move drawn from `policy` at `temperature` (0 = the most likely one).
+fn sample_move(policy: &[f32], temperature: f32, rng: &mut impl Rng) -> usize {
+    let argmax = || {
+        (0..policy.len()).max_by(|&a, &b| policy[a].total_cmp(&policy[b])).expect("a root has legal moves")
+    };
+    if temperature <= 0.0 {
+        return argmax();
+    }
+    let weight = |p: f32| if temperature == 1.0 { p } else { p.max(0.0).powf(1.0 / temperature) };
+    let total: f32 = policy.iter().map(|&p| weight(p)).sum();
+    if !(total > 0.0) {
+        return argmax();
+    }
+    let mut x = rng.random::<f32>() * total;
+    for (i, &p) in policy.iter().enumerate() {
+        x -= weight(p);
+        if x < 0.0 {
+            return i;
+        }
+    }
+    policy.len() - 1
+}
+
+fn termination_of(reason: TerminalReason) -> Termination {
+    match reason {
+        TerminalReason::Checkmate => Termination::Checkmate,
+        TerminalReason::Stalemate => Termination::Stalemate,
+        TerminalReason::InsufficientMaterial => Termination::InsufficientMaterial,
+        TerminalReason::FiftyMoveRule => Termination::FiftyMoveRule,
+        TerminalReason::ThreefoldRepetition => Termination::ThreefoldRepetition,
+        TerminalReason::MaxPlies => Termination::MaxPlies,
+    }
+}
+
+/// Fills in the targets that need the end of the game and builds the record.
+fn finish(
+    mut slot: Slot,
+    final_state: &ChessState,
+    result: GameResult,
+    termination: Termination,
+    generation: u32,
+    root_qs: &mut Vec<f32>,
+    st: &mut Vec<f32>,
+) -> FinishedGame {
+    root_qs.clear();
+    root_qs.extend(slot.positions.iter().map(|p| p.root_q));
+    short_term_targets(root_qs, result.value_for(final_state.turn()), SHORT_TERM_THETA, st);
+    for (p, &v) in slot.positions.iter_mut().zip(st.iter()) {
+        p.st = v;
+    }
+    let resign_false_positive = slot.would_resign.map(|side| result.value_for(side) >= 0.0);
+    FinishedGame {
+        record: GameRecord { start_fen: slot.start_fen, result, termination, generation, positions: slot.positions },
+        resign_false_positive,
+    }
+}

@@ -1,0 +1,56 @@
+//! The `[selfplay]` table: how games are played to make training data.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Self-play options (DESIGN.md §5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SelfplayConfig {
+    /// Actor threads, each playing `games_per_actor` games at once.
+    pub actors: usize,
+    /// Games each actor keeps in flight (their leaves are batched together).
+    pub games_per_actor: usize,
+    /// Simulations of a full search (a training position).
+    pub simulations: u32,
+    /// Playout cap randomisation: share of moves searched with the full budget. The
+    /// others use `cheap_simulations` and are not trained on.
+    pub full_search_fraction: f32,
+    /// Simulations of a cheap search.
+    pub cheap_simulations: u32,
+    /// For the first this many plies, the move is sampled from the improved policy.
+    pub temperature_plies: u32,
+    /// Temperature of that sampling (1 = the policy itself).
+    pub temperature: f32,
+    /// Opening book: a file of FEN/EPD lines; each game starts from a random one.
+    pub openings: Option<PathBuf>,
+    /// Resign when the search value of the side to move is below this (e.g. -0.95);
+    /// `None` never resigns.
+    pub resign_threshold: Option<f32>,
+    /// Share of games that play on past a resignation, to measure false positives.
+    pub resign_playthrough: f32,
+    /// A game reaching this many plies is adjudicated a draw.
+    pub max_plies: u32,
+    /// Evaluation cache entries per actor.
+    pub cache_entries: usize,
+}
+
+impl Default for SelfplayConfig {
+    fn default() -> Self {
+        SelfplayConfig {
+            actors: 1,
+            games_per_actor: 32,
+            simulations: 64,
+            full_search_fraction: 0.25,
+            cheap_simulations: 16,
+            temperature_plies: 16,
+            temperature: 1.0,
+            openings: None,
+            resign_threshold: Some(-0.95),
+            resign_playthrough: 0.1,
+            max_plies: 450,
+            cache_entries: 1 << 16,
+        }
+    }
+}

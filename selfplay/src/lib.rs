@@ -1,0 +1,18 @@
+//! Self-play for cfzero: actors that play many games at once, game records, the replay
+//! window on disk, PGN output.
+
+pub mod actor;
+pub mod arena;
+pub mod config;
+pub mod openings;
+pub mod pgn;
+pub mod record;
+pub mod replay;
+pub mod result;
+pub mod targets;
+pub mod window;
+
+pub use actor::{ActorId, ActorStats, FinishedGame, SelfplayError, play_games};
+pub use config::SelfplayConfig;
+pub use record::{GameRecord, PositionRecord, RecordError};
+pub use result::{GameResult, Termination};

@@ -1,0 +1,282 @@
+//! Game records: a versioned, checksummed, zstd-compressed binary format.
+//!
+//! A record file holds one or more games. A position stores the played move and the
+//! improved policy as indices into / values over the position's legal moves in the
+//! deterministic generation order of [`cfzero_mcts::Game::legal_moves`], so neither
+//! moves nor policy indices take space: the reader regenerates the legal moves.
+//!
+//! File layout (little endian):
+//! `b"CFZG"`, version `u8`, 3 reserved bytes, game count `u32`, payload length `u32`,
+//! compressed length `u32`, CRC-32 of the compressed bytes `u32`, then the compressed payload.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::result::{GameResult, Termination};
+
+/// First bytes of every record file.
+pub const RECORD_MAGIC: [u8; 4] = *b"CFZG";
+/// Format version written by this code; readers refuse other versions.
+pub const RECORD_VERSION: u8 = 1;
+/// File extension of record files.
+pub const RECORD_EXTENSION: &str = "cfzg";
+
+const HEADER_LEN: usize = 4 + 1 + 3 + 4 * 4;
+const ZSTD_LEVEL: i32 = 3;
+/// Upper bound on a payload, against corrupt lengths that would allocate wildly.
+const MAX_PAYLOAD: usize = 1 << 30;
+
+/// Why a record file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The file system failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The bytes are not a valid record file (torn, corrupt or foreign).
+    #[error("{path}: corrupt record file: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// One position of a game, with its training targets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PositionRecord {
+    /// Index of the played move among the position's legal moves.
+    pub played: u8,
+    /// Improved policy over the legal moves, in legal-move order, each as `p * 65535`;
+    /// empty for positions searched with a small budget, which are not trained on.
+    pub policy: Vec<u16>,
+    /// The network's value of the position (side to move).
+    pub network_q: f32,
+    /// Search value at the root (side to move).
+    pub root_q: f32,
+    /// Draw probability at the root, from the search.
+    pub root_d: f32,
+    /// Search value of the most visited move (side to move).
+    pub best_q: f32,
+    /// Search value of the played move (side to move).
+    pub played_q: f32,
+    /// Short-term value target (see [`crate::targets::short_term_targets`]).
+    pub st: f32,
+}
+
+impl PositionRecord {
+    /// Whether the position carries a policy target.
+    pub fn is_trainable(&self) -> bool {
+        !self.policy.is_empty()
+    }
+}
+
+/// One whole game.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GameRecord {
+    /// The starting FEN, or `None` for the standard start position.
+    pub start_fen: Option<String>,
+    /// How the game ended.
+    pub result: GameResult,
+    /// Why it ended.
+    pub termination: Termination,
+    /// Generation of the net that played it.
+    pub generation: u32,
+    /// Every position from the start to the last move, in order.
+    pub positions: Vec<PositionRecord>,
+}
+
+/// Quantises a value in [-1, 1] to `i16`.
+fn q16(v: f32) -> i16 {
+    (v.clamp(-1.0, 1.0) * 32767.0).round() as i16
+}
+
+fn dq16(v: i16) -> f32 {
+    f32::from(v) / 32767.0
+}
+
+fn u16p(v: f32) -> u16 {
+    (v.clamp(0.0, 1.0) * 65535.0).round() as u16
+}
+
+/// Quantises a probability in [0, 1] to the `u16` stored in [`PositionRecord::policy`].
+pub fn quantize_probability(p: f32) -> u16 {
+    u16p(p)
+}
+
+/// The probability a stored `u16` stands for.
+pub fn dequantize_probability(q: u16) -> f32 {
+    f32::from(q) / 65535.0
+}
+
+fn encode_game(game: &GameRecord, out: &mut Vec<u8>) {
+    let fen = game.start_fen.as_deref().unwrap_or("").as_bytes();
+    out.extend_from_slice(&(fen.len() as u16).to_le_bytes());
+    out.extend_from_slice(fen);
+    out.push(game.result.to_byte());
+    out.push(game.termination.to_byte());
+    out.extend_from_slice(&game.generation.to_le_bytes());
+    out.extend_from_slice(&(game.positions.len() as u32).to_le_bytes());
+    for p in &game.positions {
+        out.push(p.played);
+        out.push(p.policy.len() as u8);
+        for &w in &p.policy {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        for v in [p.network_q, p.root_q] {
+            out.extend_from_slice(&q16(v).to_le_bytes());
+        }
+        out.extend_from_slice(&u16p(p.root_d).to_le_bytes());
+        for v in [p.best_q, p.played_q, p.st] {
+            out.extend_from_slice(&q16(v).to_le_bytes());
+        }
+    }
+}
+
+/// Serialises games into the bytes of a record file.
+pub fn encode_records(games: &[GameRecord]) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(games.iter().map(|g| 16 + g.positions.len() * 80).sum());
+    for g in games {
+        encode_game(g, &mut payload);
+    }
+    let compressed = zstd::bulk::compress(&payload, ZSTD_LEVEL).expect("zstd compresses any byte slice");
+    let mut out = Vec::with_capacity(HEADER_LEN + compressed.len());
+    out.extend_from_slice(&RECORD_MAGIC);
+    out.push(RECORD_VERSION);
+    out.extend_from_slice(&[0, 0, 0]);
+    out.extend_from_slice(&(games.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&compressed).to_le_bytes());
+    out.extend_from_slice(&compressed);
+    out
+}
+
+/// A bounds-checked little-endian reader over a payload.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or_else(|| format!("payload ends early at byte {}", self.at))?;
+        let s = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")))
+    }
+    fn i16(&mut self) -> Result<i16, String> {
+        Ok(i16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")))
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+}
+
+fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, String> {
+    let fen_len = usize::from(c.u16()?);
+    let fen = std::str::from_utf8(c.take(fen_len)?).map_err(|_| "start FEN is not UTF-8".to_string())?;
+    let start_fen = (!fen.is_empty()).then(|| fen.to_string());
+    let result = GameResult::from_byte(c.u8()?).ok_or("unknown game result")?;
+    let termination = Termination::from_byte(c.u8()?).ok_or("unknown termination")?;
+    let generation = c.u32()?;
+    let n = c.u32()? as usize;
+    if n > c.bytes.len() {
+        return Err(format!("position count {n} exceeds the payload"));
+    }
+    let mut positions = Vec::with_capacity(n);
+    for _ in 0..n {
+        let played = c.u8()?;
+        let k = usize::from(c.u8()?);
+        let mut policy = Vec::with_capacity(k);
+        for _ in 0..k {
+            policy.push(c.u16()?);
+        }
+        let network_q = dq16(c.i16()?);
+        let root_q = dq16(c.i16()?);
+        let root_d = f32::from(c.u16()?) / 65535.0;
+        let best_q = dq16(c.i16()?);
+        let played_q = dq16(c.i16()?);
+        let st = dq16(c.i16()?);
+        positions.push(PositionRecord { played, policy, network_q, root_q, root_d, best_q, played_q, st });
+    }
+    Ok(GameRecord { start_fen, result, termination, generation, positions })
+}
+
+/// Parses the bytes of a record file; `path` only names the file in errors.
+pub fn decode_records(bytes: &[u8], path: &Path) -> Result<Vec<GameRecord>, RecordError> {
+    let corrupt = |reason: String| RecordError::Corrupt { path: path.to_path_buf(), reason };
+    if bytes.len() < HEADER_LEN {
+        return Err(corrupt(format!("{} bytes, shorter than the header", bytes.len())));
+    }
+    if bytes[..4] != RECORD_MAGIC {
+        return Err(corrupt("bad magic".into()));
+    }
+    if bytes[4] != RECORD_VERSION {
+        return Err(corrupt(format!("version {} (this build reads {RECORD_VERSION})", bytes[4])));
+    }
+    let word = |i: usize| u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes")) as usize;
+    let (games, payload_len, comp_len, crc) = (word(0), word(1), word(2), word(3) as u32);
+    let body = &bytes[HEADER_LEN..];
+    if body.len() != comp_len {
+        return Err(corrupt(format!("{} compressed bytes, header says {comp_len} (torn write?)", body.len())));
+    }
+    if crc32fast::hash(body) != crc {
+        return Err(corrupt("checksum mismatch".into()));
+    }
+    if payload_len > MAX_PAYLOAD {
+        return Err(corrupt(format!("payload length {payload_len} is implausible")));
+    }
+    let payload = zstd::bulk::decompress(body, payload_len).map_err(|e| corrupt(format!("zstd: {e}")))?;
+    if payload.len() != payload_len {
+        return Err(corrupt(format!("payload is {} bytes, header says {payload_len}", payload.len())));
+    }
+    let mut c = Cursor { bytes: &payload, at: 0 };
+    let mut out = Vec::with_capacity(games.min(payload_len));
+    for i in 0..games {
+        out.push(decode_game(&mut c).map_err(|e| corrupt(format!("game {i}: {e}")))?);
+    }
+    if c.at != payload.len() {
+        return Err(corrupt(format!("{} trailing bytes", payload.len() - c.at)));
+    }
+    Ok(out)
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced,
+/// then renamed over `path`, so readers see the whole file or none of it.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)
+}
+
+/// Writes games to a record file at `path`, atomically.
+pub fn write_records(path: &Path, games: &[GameRecord]) -> Result<(), RecordError> {
+    write_atomically(path, &encode_records(games))
+        .map_err(|source| RecordError::Io { path: path.to_path_buf(), source })
+}
+
+/// Reads all games of a record file.
+pub fn read_records(path: &Path) -> Result<Vec<GameRecord>, RecordError> {
+    let bytes = fs::read(path).map_err(|source| RecordError::Io { path: path.to_path_buf(), source })?;
+    decode_records(&bytes, path)
+}

@@ -1,0 +1,64 @@
+//! Replaying a game record: the chess states and moves it stands for.
+
+use cfzero_mcts::Game;
+use cfzero_mcts::chess::{ChessState, HistoryFill};
+use shakmaty::Move;
+
+use crate::record::GameRecord;
+
+/// Why a record does not replay: it names a move that is not legal, or a bad start FEN.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The start FEN does not parse.
+    #[error("bad start FEN {fen:?}: {reason}")]
+    BadFen {
+        /// The FEN.
+        fen: String,
+        /// The parser's complaint.
+        reason: String,
+    },
+    /// A played-move index is past the position's legal moves.
+    #[error("ply {ply}: move {index} of {legal} legal moves")]
+    BadMove {
+        /// Ply of the position.
+        ply: usize,
+        /// The stored index.
+        index: usize,
+        /// Number of legal moves.
+        legal: usize,
+    },
+}
+
+/// The state a game record starts from.
+pub fn start_state(game: &GameRecord) -> Result<ChessState, ReplayError> {
+    match &game.start_fen {
+        None => Ok(ChessState::new()),
+        Some(fen) => ChessState::from_fen(fen, HistoryFill::No)
+            .map_err(|e| ReplayError::BadFen { fen: fen.clone(), reason: e.to_string() }),
+    }
+}
+
+/// Walks a game: calls `visit(ply, state_before_move, legal_moves, played_move)` for each
+/// position, reusing one buffer of legal moves. Returns the final state.
+pub fn replay(
+    game: &GameRecord,
+    mut visit: impl FnMut(usize, &ChessState, &[Move], Move),
+) -> Result<ChessState, ReplayError> {
+    let mut state = start_state(game)?;
+    let mut legal = Vec::with_capacity(64);
+    for (ply, pos) in game.positions.iter().enumerate() {
+        state.legal_moves(&mut legal);
+        let index = usize::from(pos.played);
+        let mv = *legal.get(index).ok_or(ReplayError::BadMove { ply, index, legal: legal.len() })?;
+        visit(ply, &state, &legal, mv);
+        state.play(mv);
+    }
+    Ok(state)
+}
+
+/// The moves of a game, in order.
+pub fn moves(game: &GameRecord) -> Result<Vec<Move>, ReplayError> {
+    let mut out = Vec::with_capacity(game.positions.len());
+    replay(game, |_, _, _, mv| out.push(mv))?;
+    Ok(out)
+}

@@ -1,0 +1,115 @@
+//! `cfzero bench`: speed measurements. `bench mcts` measures the search alone.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use cfzero_mcts::bench::{BenchError, BenchEvaluator, BenchOptions, load_positions, run_mcts_bench};
+use cfzero_mcts::chess::ChessState;
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::error::user_error;
+
+/// Arguments of `cfzero bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub what: BenchCommand,
+}
+
+/// What to measure.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Search speed (simulations per second) with a built-in evaluator, one thread.
+    Mcts(MctsArgs),
+}
+
+/// The evaluator of `bench mcts`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum EvaluatorArg {
+    /// Equal priors, value 0.
+    Uniform,
+    /// Equal priors, value from the material balance.
+    Material,
+}
+
+/// Arguments of `cfzero bench mcts`.
+#[derive(Debug, Args)]
+pub struct MctsArgs {
+    /// Evaluator used at the leaves.
+    #[arg(long, value_enum, default_value = "uniform")]
+    pub evaluator: EvaluatorArg,
+    /// Simulations per search.
+    #[arg(long, default_value_t = 800)]
+    pub nodes: u32,
+    /// EPD or FEN file of root positions (default: the start position).
+    #[arg(long)]
+    pub positions: Option<PathBuf>,
+    /// Trees the many-tree driver searches at once.
+    #[arg(long, default_value_t = 64)]
+    pub games: usize,
+    /// At most this many positions of the file are searched.
+    #[arg(long, default_value_t = 64)]
+    pub max_positions: usize,
+    /// Evaluation cache of the driver in entries (0 disables it).
+    #[arg(long, default_value_t = 1 << 16)]
+    pub cache: usize,
+    /// Seed of the root noise.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `cfzero bench`.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    match &args.what {
+        BenchCommand::Mcts(a) => mcts(a),
+    }
+}
+
+fn mcts(args: &MctsArgs) -> Result<()> {
+    let mut positions = match &args.positions {
+        Some(path) => load_positions(path).map_err(|e| match e {
+            BenchError::Search(_) => anyhow::Error::new(e),
+            other => user_error(other),
+        })?,
+        None => vec![ChessState::new()],
+    };
+    positions.truncate(args.max_positions.max(1));
+    let options = BenchOptions {
+        evaluator: match args.evaluator {
+            EvaluatorArg::Uniform => BenchEvaluator::Uniform,
+            EvaluatorArg::Material => BenchEvaluator::Material,
+        },
+        nodes: args.nodes,
+        positions,
+        games: args.games,
+        cache_entries: args.cache,
+        seed: args.seed,
+    };
+    let report = run_mcts_bench(&options)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!(
+        "{} positions, {} simulations per search, {:?} evaluator",
+        report.positions, report.nodes_per_search, report.evaluator
+    );
+    for (name, rate) in [
+        ("single tree, gumbel", report.single_gumbel),
+        ("single tree, puct", report.single_puct),
+        ("driver, gumbel", report.driver),
+    ] {
+        println!(
+            "{name:<22} {:>12.0} nodes/s  ({} searches, {} nodes, {:.2} s)",
+            rate.nodes_per_second, rate.searches, rate.nodes, rate.seconds
+        );
+    }
+    println!(
+        "driver: {} games at once, {} batches, {} cache hits",
+        report.games, report.driver_batches, report.driver_cache_hits
+    );
+    Ok(())
+}

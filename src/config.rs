@@ -1,0 +1,114 @@
+//! The run configuration: a TOML file with one table per part of the system.
+
+use std::path::Path;
+
+use anyhow::Result;
+use cfzero_mcts::SearchConfig;
+use cfzero_network::NetworkConfig;
+use cfzero_selfplay::SelfplayConfig;
+use cfzero_selfplay::window::WindowConfig;
+use cfzero_trainer::TrainConfig;
+use serde::{Deserialize, Serialize};
+
+use crate::error::user_error;
+
+/// A whole configuration file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The network's shape.
+    pub network: NetworkConfig,
+    /// Search constants (self-play and evaluation).
+    #[serde(default)]
+    pub search: SearchConfig,
+    /// How self-play games are played.
+    #[serde(default)]
+    pub selfplay: SelfplayConfig,
+    /// The replay window.
+    #[serde(default = "default_window")]
+    pub window: WindowConfig,
+    /// Training steps.
+    #[serde(default = "default_train")]
+    pub train: TrainConfig,
+    /// The generation loop of `cfzero train`.
+    #[serde(default)]
+    pub run: RunConfig,
+}
+
+fn default_window() -> WindowConfig {
+    WindowConfig { min_positions: 20_000, max_positions: 500_000, alpha: 0.75, beta: 0.4 }
+}
+
+fn default_train() -> TrainConfig {
+    toml::from_str("batch_size = 256\n[lr]\npeak = 0.001\nwarmup_steps = 100\n")
+        .expect("the default [train] table parses")
+}
+
+/// The `[run]` table: the shape of a training run's generations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    /// Self-play games per generation.
+    pub games_per_generation: usize,
+    /// Training steps per generation.
+    pub steps_per_generation: u64,
+    /// Evaluate every this many generations (0: never).
+    pub eval_every: u32,
+    /// Openings of the evaluation matches (each played with both colours).
+    pub eval_openings: Option<std::path::PathBuf>,
+    /// Openings drawn from that file per evaluation match.
+    pub eval_openings_count: usize,
+    /// Simulations per move of the nets in evaluation matches.
+    pub eval_simulations: u32,
+    /// Random seed of the run.
+    pub seed: u64,
+    /// Largest batch the inference thread runs.
+    pub max_batch: usize,
+    /// Threads libtorch may use (0: its default).
+    pub torch_threads: usize,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            games_per_generation: 64,
+            steps_per_generation: 100,
+            eval_every: 1,
+            eval_openings: None,
+            eval_openings_count: 10,
+            eval_simulations: 32,
+            seed: 1,
+            max_batch: 256,
+            torch_threads: 0,
+        }
+    }
+}
+
+impl Config {
+    /// Reads and validates a config file; any problem is a one-line [`crate::error::UserError`]
+    /// naming the file, and the key and line where it can.
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| user_error(format!("cannot read config {}: {e}", path.display())))?;
+        Self::parse(&text).map_err(|msg| user_error(format!("config {}: {msg}", path.display())))
+    }
+
+    /// Parses config text; the error is one line with the line number where it can.
+    pub fn parse(text: &str) -> std::result::Result<Config, String> {
+        toml::from_str::<Config>(text).map_err(|e| {
+            let msg = e.message().trim().replace('\n', " ");
+            match e.span() {
+                Some(span) => {
+                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                    format!("line {line}: {msg}")
+                }
+                None => msg,
+            }
+        })
+    }
+
+    /// The config as TOML text, as it would be frozen into a run directory.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("a Config always serialises to TOML")
+    }
+}

@@ -1,0 +1,63 @@
+//! `cfzero`: train chess networks from zero by self-play, evaluate and play them.
+
+mod commands;
+mod config;
+mod error;
+mod run;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// Train chess networks from zero by self-play (Chessformer + Gumbel search).
+#[derive(Debug, Parser)]
+#[command(name = "cfzero", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the whole training loop: self-play, train, publish, repeat.
+    Train(commands::train::TrainArgs),
+    /// Self-play worker: plays games with the newest net of a run directory.
+    Selfplay,
+    /// Trainer: learns from the games that workers write to a run directory.
+    Learn,
+    /// Play a match between two nets or engines.
+    Match,
+    /// Rate all generations of a run against each other.
+    Ladder,
+    /// Play a net as a UCI engine.
+    Uci,
+    /// Solve Lichess puzzles with a net.
+    Puzzles,
+    /// Export a net to Lc0's format or the native one.
+    Export,
+    /// Import an Lc0 attention-body net.
+    Import,
+    /// Measure search, inference, self-play and training speed.
+    Bench(commands::bench::BenchArgs),
+    /// Describe a config or a net.
+    Info(commands::info::InfoArgs),
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Info(args) => commands::info::run(&args),
+        Command::Bench(args) => commands::bench::run(&args),
+        Command::Train(args) => commands::train::run(&args),
+        other => {
+            let name = format!("{other:?}").to_lowercase();
+            anyhow::bail!("`cfzero {name}` is not implemented yet")
+        }
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(err) = run(cli) {
+        eprintln!("error: {err:#}");
+        std::process::exit(error::exit_code(&err));
+    }
+}

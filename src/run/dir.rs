@@ -1,0 +1,115 @@
+//! The run directory: where a training run keeps everything.
+//!
+//! ```text
+//! runs/NAME/config.toml              the frozen config
+//! runs/NAME/nets/gen-0003.safetensors published nets (config in the metadata)
+//! runs/NAME/games/gen-0003/*.cfzg    game records played by net gen-0002
+//! runs/NAME/pgn/gen-0003.pgn         the same games as PGN
+//! runs/NAME/state/trainer-gen-0003.* trainer state after generation 3 (weights, optimizer)
+//! runs/NAME/tb/                      TensorBoard event files
+//! runs/NAME/log.tsv                  one line per generation
+//! ```
+//! A net is published last in a generation: it is the commit point that `--resume` trusts.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// Paths inside one run directory.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    root: PathBuf,
+}
+
+impl RunDir {
+    /// The run directory at `root` (not created).
+    pub fn new(root: impl Into<PathBuf>) -> RunDir {
+        RunDir { root: root.into() }
+    }
+
+    /// The directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Creates the directory and its subdirectories.
+    pub fn create(&self) -> Result<()> {
+        for sub in ["nets", "games", "pgn", "state", "tb"] {
+            let d = self.root.join(sub);
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        Ok(())
+    }
+
+    /// The frozen config.
+    pub fn config(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+
+    /// Published net of generation `g`.
+    pub fn net(&self, g: u32) -> PathBuf {
+        self.root.join("nets").join(format!("gen-{g:04}.safetensors"))
+    }
+
+    /// Game records of generation `g`.
+    pub fn games(&self, g: u32) -> PathBuf {
+        self.root.join("games").join(format!("gen-{g:04}"))
+    }
+
+    /// All game records.
+    pub fn all_games(&self) -> PathBuf {
+        self.root.join("games")
+    }
+
+    /// PGN of generation `g`.
+    pub fn pgn(&self, g: u32) -> PathBuf {
+        self.root.join("pgn").join(format!("gen-{g:04}.pgn"))
+    }
+
+    /// Trainer weights and optimizer state after generation `g`.
+    pub fn trainer_state(&self, g: u32) -> (PathBuf, PathBuf) {
+        let base = self.root.join("state");
+        (base.join(format!("trainer-gen-{g:04}.safetensors")), base.join(format!("trainer-gen-{g:04}.optim")))
+    }
+
+    /// TensorBoard log directory.
+    pub fn tensorboard(&self) -> PathBuf {
+        self.root.join("tb")
+    }
+
+    /// The per-generation log.
+    pub fn log(&self) -> PathBuf {
+        self.root.join("log.tsv")
+    }
+
+    /// Generations with a published net, ascending.
+    pub fn published(&self) -> Result<Vec<u32>> {
+        let dir = self.root.join("nets");
+        let mut gens = Vec::new();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(gens),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+        };
+        for entry in entries {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            if let Some(g) = name.strip_prefix("gen-").and_then(|r| r.strip_suffix(".safetensors")) {
+                if let Ok(g) = g.parse() {
+                    gens.push(g);
+                }
+            }
+        }
+        gens.sort_unstable();
+        Ok(gens)
+    }
+
+    /// Removes trainer states older than generation `keep_from`.
+    pub fn prune_trainer_states(&self, keep_from: u32) {
+        for g in 0..keep_from {
+            let (w, o) = self.trainer_state(g);
+            let _ = std::fs::remove_file(w.with_extension("json"));
+            let _ = std::fs::remove_file(w);
+            let _ = std::fs::remove_file(o);
+        }
+    }
+}

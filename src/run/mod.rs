@@ -1,0 +1,7 @@
+//! Whole training runs: the run directory and the phases of a generation.
+
+pub mod dir;
+pub mod evaluate;
+pub mod learn_phase;
+pub mod progress;
+pub mod selfplay_phase;

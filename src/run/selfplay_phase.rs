@@ -1,0 +1,171 @@
+//! The self-play phase of a generation: actors play games with the newest net; each
+//! finished game is written at once as its own record file.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use cfzero_mcts::chess::ChessState;
+use cfzero_network::inference::StatsSnapshot;
+use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};
+use cfzero_selfplay::pgn::{PgnTags, game_to_pgn};
+use cfzero_selfplay::record::{RECORD_EXTENSION, read_records, write_atomically, write_records};
+use cfzero_selfplay::{ActorId, FinishedGame, GameResult, play_games};
+
+use crate::config::Config;
+use crate::run::progress::bar;
+
+/// What a self-play phase did.
+#[derive(Debug, Clone, Default)]
+pub struct SelfplaySummary {
+    /// Games played in this phase.
+    pub games: u64,
+    /// Positions (moves) played.
+    pub positions: u64,
+    /// Positions searched with the full budget.
+    pub training_positions: u64,
+    /// Simulations run.
+    pub simulations: u64,
+    /// Wall time.
+    pub seconds: f64,
+    /// White wins, draws, black wins.
+    pub results: [u64; 3],
+    /// Games that played on past a would-be resignation, and how many of those the
+    /// resigning side did not lose.
+    pub resign_checked: u64,
+    /// See `resign_checked`.
+    pub resign_false_positives: u64,
+    /// Inference thread counters over the phase.
+    pub inference: StatsSnapshot,
+    /// Bytes written to record files.
+    pub record_bytes: u64,
+}
+
+impl SelfplaySummary {
+    /// Mean game length in plies.
+    pub fn mean_length(&self) -> f64 {
+        if self.games == 0 { 0.0 } else { self.positions as f64 / self.games as f64 }
+    }
+}
+
+/// Index of the next record file in `dir` (one game a file, named `gNNNNN.cfzg`).
+fn next_index(dir: &Path) -> Result<u64> {
+    let mut next = 0;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if let Some(n) = name.strip_prefix('g').and_then(|r| r.strip_suffix(&format!(".{RECORD_EXTENSION}"))) {
+            if let Ok(n) = n.parse::<u64>() {
+                next = next.max(n + 1);
+            }
+        }
+    }
+    Ok(next)
+}
+
+/// Plays `games` more games with `net` into `games_dir` (records of generation `generation`).
+pub fn play(
+    config: &Config,
+    net: Net,
+    games_dir: &Path,
+    generation: u32,
+    games: usize,
+    openings: &[String],
+    stop: &AtomicBool,
+) -> Result<SelfplaySummary> {
+    std::fs::create_dir_all(games_dir).with_context(|| format!("creating {}", games_dir.display()))?;
+    let first = next_index(games_dir)?;
+    let mut summary = SelfplaySummary::default();
+    if games == 0 {
+        return Ok(summary);
+    }
+    let start = Instant::now();
+    let handle: InferenceHandle<ChessState> = InferenceServer::spawn(
+        net,
+        InferenceOptions { max_batch: config.run.max_batch, ..InferenceOptions::default() },
+    );
+    let actors = config.selfplay.actors.max(1);
+    let (tx, rx) = crossbeam_channel::unbounded::<FinishedGame>();
+    let pb = bar(games as u64, "selfplay", "games");
+    let mut write_error = None;
+    let results = std::thread::scope(|scope| {
+        let mut threads = Vec::new();
+        for a in 0..actors {
+            let share = games / actors + usize::from(a < games % actors);
+            let (tx, handle) = (tx.clone(), handle.clone());
+            let id = ActorId {
+                generation,
+                seed: config.run.seed ^ (u64::from(generation) << 32) ^ (first << 8) ^ a as u64,
+            };
+            threads.push(scope.spawn(move || {
+                play_games(&config.selfplay, &config.search, &handle, openings, id, share, stop, |game, _| {
+                    let _ = tx.send(game);
+                })
+            }));
+        }
+        drop(tx);
+        let mut index = first;
+        for game in rx {
+            let path = games_dir.join(format!("g{index:05}.{RECORD_EXTENSION}"));
+            index += 1;
+            if let Err(e) = write_records(&path, std::slice::from_ref(&game.record)) {
+                write_error.get_or_insert(e);
+                continue;
+            }
+            summary.record_bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            summary.games += 1;
+            summary.positions += game.record.positions.len() as u64;
+            summary.training_positions += game.record.positions.iter().filter(|p| p.is_trainable()).count() as u64;
+            summary.results[match game.record.result {
+                GameResult::WhiteWin => 0,
+                GameResult::Draw => 1,
+                GameResult::BlackWin => 2,
+            }] += 1;
+            if let Some(fp) = game.resign_false_positive {
+                summary.resign_checked += 1;
+                summary.resign_false_positives += u64::from(fp);
+            }
+            pb.inc(1);
+            let secs = start.elapsed().as_secs_f64().max(1e-9);
+            let inf = handle.stats();
+            pb.set_message(format!(
+                "{:.0} pos/s, avg batch {:.1}",
+                summary.positions as f64 / secs,
+                inf.average_batch()
+            ));
+        }
+        threads.into_iter().map(|t| t.join().expect("an actor thread panicked")).collect::<Vec<_>>()
+    });
+    pb.finish_and_clear();
+    for r in results {
+        summary.simulations += r.context("self-play failed")?.simulations;
+    }
+    if let Some(e) = write_error {
+        return Err(e).context("writing a game record");
+    }
+    summary.seconds = start.elapsed().as_secs_f64();
+    summary.inference = handle.stats();
+    Ok(summary)
+}
+
+/// Writes the PGN of every game of `games_dir` to `pgn`, atomically.
+pub fn write_pgn(games_dir: &Path, pgn: &Path, generation: u32) -> Result<()> {
+    let mut files: Vec<_> = std::fs::read_dir(games_dir)
+        .with_context(|| format!("reading {}", games_dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == RECORD_EXTENSION))
+        .collect();
+    files.sort();
+    let mut out = String::new();
+    let player = format!("cfzero gen-{:04}", generation.saturating_sub(1));
+    let mut round = 0;
+    for f in files {
+        let Ok(games) = read_records(&f) else { continue };
+        for g in games {
+            round += 1;
+            let tags = PgnTags { event: "cfzero self-play", round, white: &player, black: &player };
+            out.push_str(&game_to_pgn(&g, &tags).with_context(|| format!("{}", f.display()))?);
+        }
+    }
+    write_atomically(pgn, out.as_bytes()).with_context(|| format!("writing {}", pgn.display()))
+}

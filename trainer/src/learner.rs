@@ -1,0 +1,146 @@
+//! The learner: training steps on host batches, with NAdam, the schedule, clipping and SWA.
+
+use std::path::Path;
+use std::time::Instant;
+
+use cfzero_network::checkpoint::{CheckpointError, load_optimizer, save_optimizer, save_net, load_weights_into};
+use cfzero_network::encoding::POLICY_SIZE;
+use cfzero_network::mask::mask_illegal;
+use cfzero_network::optim::nadam::{NAdam, NAdamConfig, clip_grad_norm};
+use cfzero_network::optim::swa::Swa;
+use cfzero_network::{Net, TrainingBatch, loss};
+use tch::{Kind, Tensor};
+
+use crate::config::TrainConfig;
+use crate::sample::{HostBatch, INPUT_FLOATS};
+
+/// What one training step measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepMetrics {
+    /// Step number (1-based, after the step).
+    pub step: u64,
+    /// Weighted total loss.
+    pub loss: f64,
+    /// Each unweighted loss term, by name.
+    pub terms: Vec<(&'static str, f64)>,
+    /// Share of positions whose most likely legal move is the target's most likely move.
+    pub policy_accuracy: f64,
+    /// Mean squared error of the winner head's W - L against the game result.
+    pub value_mse: f64,
+    /// Learning rate used.
+    pub lr: f64,
+    /// Gradient norm before clipping.
+    pub grad_norm: f64,
+    /// Positions per second of this step.
+    pub samples_per_second: f64,
+}
+
+/// A net being trained.
+#[derive(Debug)]
+pub struct Learner {
+    net: Net,
+    opt: NAdam,
+    swa: Option<Swa>,
+    config: TrainConfig,
+}
+
+impl Learner {
+    /// Starts training `net` (its current weights) with `config`.
+    pub fn new(net: Net, config: TrainConfig) -> Learner {
+        let params = net.vs.trainable_variables();
+        let opt = NAdam::new(params, NAdamConfig { weight_decay: config.weight_decay, ..NAdamConfig::default() });
+        let swa = (config.swa_every > 0).then(|| Swa::new(config.swa_max));
+        Learner { net, opt, swa, config }
+    }
+
+    /// Steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.opt.step
+    }
+
+    /// The net being trained.
+    pub fn net(&self) -> &Net {
+        &self.net
+    }
+
+    /// One optimisation step on `batch`.
+    pub fn step(&mut self, batch: &HostBatch) -> StepMetrics {
+        let start = Instant::now();
+        let b = batch.len as i64;
+        let device = self.net.device();
+        let t = |v: &[f32], shape: &[i64]| Tensor::from_slice(v).view(shape).to_device(device);
+        let tb = TrainingBatch {
+            inputs: t(&batch.inputs[..batch.len * INPUT_FLOATS], &[b, 64, 112]),
+            policy: t(&batch.policy, &[b, POLICY_SIZE as i64]),
+            legal: t(&batch.legal, &[b, POLICY_SIZE as i64]),
+            wdl: t(&batch.wdl, &[b, 3]),
+            q: t(&batch.q, &[b]),
+            st: t(&batch.st, &[b]),
+            moves_left: t(&batch.moves_left, &[b]),
+        };
+        let lr = self.config.lr.lr(self.opt.step);
+        let outputs = self.net.forward(&tb.inputs);
+        let terms = loss(&outputs, &tb, &self.config.loss);
+        self.opt.zero_grad();
+        terms.total.backward();
+        let grad_norm = clip_grad_norm(self.opt.params(), self.config.grad_clip);
+        self.opt.step(lr);
+
+        let (policy_accuracy, value_mse) = tch::no_grad(|| {
+            let legal = tb.legal.gt(0.5);
+            let predicted = mask_illegal(&outputs.policy, &legal).argmax(-1, false);
+            let wanted = tb.policy.argmax(-1, false);
+            let acc = predicted.eq_tensor(&wanted).to_kind(Kind::Float).mean(Kind::Float).double_value(&[]);
+            let mse = outputs.wdl.as_ref().map_or(f64::NAN, |wdl| {
+                let p = wdl.softmax(-1, Kind::Float);
+                let v = p.select(1, 0) - p.select(1, 2);
+                let z = tb.wdl.select(1, 0) - tb.wdl.select(1, 2);
+                (v - z).square().mean(Kind::Float).double_value(&[])
+            });
+            (acc, mse)
+        });
+        let step = self.opt.step;
+        if let Some(swa) = &mut self.swa
+            && step % self.config.swa_every == 0
+        {
+            swa.update(&self.net.vs);
+        }
+        StepMetrics {
+            step,
+            loss: terms.total_value,
+            terms: terms.named().to_vec(),
+            policy_accuracy,
+            value_mse,
+            lr,
+            grad_norm,
+            samples_per_second: batch.len as f64 / start.elapsed().as_secs_f64().max(1e-9),
+        }
+    }
+
+    /// Writes the net to publish (the SWA average when there is one, else the current
+    /// weights) to `path`, atomically.
+    pub fn publish(&self, path: &Path) -> Result<(), CheckpointError> {
+        match &self.swa {
+            Some(swa) if swa.count() > 0 => {
+                let mut published = Net::new(&self.net.config, self.net.device())
+                    .map_err(|e| CheckpointError::Mismatch { path: path.to_path_buf(), msg: e.to_string() })?;
+                swa.copy_into(&mut published.vs);
+                save_net(&published, path)
+            }
+            _ => save_net(&self.net, path),
+        }
+    }
+
+    /// Saves the raw weights and the optimizer state (moments, step) for an exact resume.
+    pub fn save_state(&self, weights: &Path, optimizer: &Path) -> Result<(), CheckpointError> {
+        save_net(&self.net, weights)?;
+        save_optimizer(&self.opt, "{}", optimizer)
+    }
+
+    /// Restores what [`Learner::save_state`] wrote. The SWA average restarts from here.
+    pub fn load_state(&mut self, weights: &Path, optimizer: &Path) -> Result<(), CheckpointError> {
+        load_weights_into(&mut self.net, weights)?;
+        load_optimizer(&mut self.opt, optimizer)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,99 @@
+//! Turning a recorded position into network inputs and training targets.
+
+use cfzero_network::encoding::{POLICY_SIZE, encode_tokens, move_index};
+use cfzero_selfplay::GameRecord;
+use cfzero_selfplay::record::dequantize_probability;
+use cfzero_selfplay::replay::{ReplayError, start_state};
+use cfzero_mcts::Game;
+
+/// Floats of one position's input: 64 tokens of 112 features.
+pub const INPUT_FLOATS: usize = 64 * 112;
+
+/// A batch of positions on the host, as flat buffers in the layout of
+/// [`cfzero_network::TrainingBatch`]; reused from batch to batch.
+#[derive(Debug, Clone, Default)]
+pub struct HostBatch {
+    /// Positions in the batch.
+    pub len: usize,
+    /// Inputs, `[len, 64, 112]`.
+    pub inputs: Vec<f32>,
+    /// Policy targets, `[len, 1858]`.
+    pub policy: Vec<f32>,
+    /// Legal-move masks, `[len, 1858]` as 0/1.
+    pub legal: Vec<f32>,
+    /// Game results for the side to move, `[len, 3]`.
+    pub wdl: Vec<f32>,
+    /// Root search values, `[len]`.
+    pub q: Vec<f32>,
+    /// Short-term values, `[len]`.
+    pub st: Vec<f32>,
+    /// Plies left, `[len]`.
+    pub moves_left: Vec<f32>,
+}
+
+impl HostBatch {
+    /// Clears and sizes the buffers for `len` positions (all zero).
+    pub fn reset(&mut self, len: usize) {
+        fn zero(v: &mut Vec<f32>, n: usize) {
+            v.clear();
+            v.resize(n, 0.0);
+        }
+        self.len = len;
+        zero(&mut self.inputs, len * INPUT_FLOATS);
+        zero(&mut self.policy, len * POLICY_SIZE);
+        zero(&mut self.legal, len * POLICY_SIZE);
+        zero(&mut self.wdl, len * 3);
+        zero(&mut self.q, len);
+        zero(&mut self.st, len);
+        zero(&mut self.moves_left, len);
+    }
+}
+
+/// Reusable buffers for [`fill_position`].
+#[derive(Debug, Default)]
+pub struct SampleScratch {
+    legal: Vec<shakmaty::Move>,
+}
+
+/// Writes position `ply` of `game` into slot `slot` of `batch`: the input planes, the
+/// policy target over the legal moves (renormalised after quantisation), the legal mask,
+/// and the value, short-term and moves-left targets.
+pub fn fill_position(
+    game: &GameRecord,
+    ply: usize,
+    batch: &mut HostBatch,
+    slot: usize,
+    scratch: &mut SampleScratch,
+) -> Result<(), ReplayError> {
+    let mut state = start_state(game)?;
+    for (i, pos) in game.positions[..ply].iter().enumerate() {
+        state.legal_moves(&mut scratch.legal);
+        let index = usize::from(pos.played);
+        let mv = *scratch.legal.get(index).ok_or(ReplayError::BadMove { ply: i, index, legal: scratch.legal.len() })?;
+        state.play(mv);
+    }
+    let record = &game.positions[ply];
+    state.legal_moves(&mut scratch.legal);
+    if record.policy.len() != scratch.legal.len() {
+        return Err(ReplayError::BadMove { ply, index: record.policy.len(), legal: scratch.legal.len() });
+    }
+    encode_tokens(&state, &mut batch.inputs[slot * INPUT_FLOATS..(slot + 1) * INPUT_FLOATS]);
+
+    let turn = state.turn();
+    let policy = &mut batch.policy[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+    let legal = &mut batch.legal[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+    let total: f32 = record.policy.iter().map(|&q| dequantize_probability(q)).sum();
+    let uniform = 1.0 / scratch.legal.len() as f32;
+    for (mv, &q) in scratch.legal.iter().zip(&record.policy) {
+        let i = move_index(mv, turn);
+        legal[i] = 1.0;
+        policy[i] = if total > 0.0 { dequantize_probability(q) / total } else { uniform };
+    }
+    let z = game.result.value_for(turn);
+    let wdl = &mut batch.wdl[slot * 3..slot * 3 + 3];
+    wdl[if z > 0.0 { 0 } else if z < 0.0 { 2 } else { 1 }] = 1.0;
+    batch.q[slot] = record.root_q;
+    batch.st[slot] = record.st;
+    batch.moves_left[slot] = (game.positions.len() - ply) as f32;
+    Ok(())
+}
