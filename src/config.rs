@@ -36,7 +36,12 @@ pub struct Config {
 }
 
 fn default_window() -> WindowConfig {
-    WindowConfig { min_positions: 20_000, max_positions: 500_000, alpha: 0.75, beta: 0.4 }
+    WindowConfig {
+        min_positions: 20_000,
+        max_positions: 500_000,
+        alpha: 0.75,
+        beta: 0.4,
+    }
 }
 
 fn default_train() -> TrainConfig {

@@ -30,5 +30,9 @@ pub fn user_error(msg: impl fmt::Display) -> anyhow::Error {
 
 /// Exit code for an error: 2 for the user's input, 1 otherwise.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if err.chain().any(|e| e.downcast_ref::<UserError>().is_some()) { 2 } else { 1 }
+    if err.chain().any(|e| e.downcast_ref::<UserError>().is_some()) {
+        2
+    } else {
+        1
+    }
 }

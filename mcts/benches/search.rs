@@ -20,20 +20,29 @@ const FENS: [&str; 4] = [
 const NODES: u32 = 800;
 
 fn positions() -> Vec<ChessState> {
-    FENS.iter().map(|f| ChessState::from_fen(f, HistoryFill::No).unwrap()).collect()
+    FENS.iter()
+        .map(|f| ChessState::from_fen(f, HistoryFill::No).unwrap())
+        .collect()
 }
 
 fn single_tree(c: &mut Criterion) {
     let roots = positions();
     let mut group = c.benchmark_group("single_tree");
     group.throughput(Throughput::Elements(u64::from(NODES) * roots.len() as u64));
-    for (name, config) in [("gumbel", SearchConfig::default()), ("puct", SearchConfig::puct())] {
+    for (name, config) in [
+        ("gumbel", SearchConfig::default()),
+        ("puct", SearchConfig::puct()),
+    ] {
         let mut search = Search::new(config);
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         group.bench_function(name, |b| {
             b.iter(|| {
                 for root in &roots {
-                    black_box(search.run(root, NODES, &UniformEvaluator, &mut rng).unwrap());
+                    black_box(
+                        search
+                            .run(root, NODES, &UniformEvaluator, &mut rng)
+                            .unwrap(),
+                    );
                 }
             })
         });
@@ -54,7 +63,11 @@ fn driver(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter(|| {
                 driver.clear_cache();
-                black_box(driver.run(&roots, &budgets, &UniformEvaluator, &mut rng).unwrap())
+                black_box(
+                    driver
+                        .run(&roots, &budgets, &UniformEvaluator, &mut rng)
+                        .unwrap(),
+                )
             })
         });
     }

@@ -57,7 +57,12 @@ pub struct Rate {
 
 impl Rate {
     fn new(searches: u64, nodes: u64, seconds: f64) -> Rate {
-        Rate { searches, nodes, seconds, nodes_per_second: nodes as f64 / seconds.max(1e-9) }
+        Rate {
+            searches,
+            nodes,
+            seconds,
+            nodes_per_second: nodes as f64 / seconds.max(1e-9),
+        }
     }
 }
 
@@ -118,18 +123,27 @@ pub enum BenchError {
 /// skipped). Finished games are left out, as there is nothing to search.
 pub fn load_positions(path: &Path) -> Result<Vec<ChessState>, BenchError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| BenchError::Read { path: name.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| BenchError::Read {
+        path: name.clone(),
+        source,
+    })?;
     let mut out = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let fen = line.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
-        let state = ChessState::from_fen(&fen, HistoryFill::No).map_err(|source| {
-            BenchError::Position { path: name.clone(), line: index + 1, source }
-        })?;
+        let fen = line
+            .split_whitespace()
+            .take(4)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let state =
+            ChessState::from_fen(&fen, HistoryFill::No).map_err(|source| BenchError::Position {
+                path: name.clone(),
+                line: index + 1,
+                source,
+            })?;
         if state.terminal_reason().is_none() {
             out.push(state);
         }
@@ -158,7 +172,13 @@ fn run_with<E: Evaluator<ChessState>>(
     let single_gumbel = single(options, evaluator, SearchConfig::default())?;
     let single_puct = single(options, evaluator, SearchConfig::puct())?;
     let games = options.games.max(1);
-    let roots: Vec<ChessState> = options.positions.iter().cycle().take(games).cloned().collect();
+    let roots: Vec<ChessState> = options
+        .positions
+        .iter()
+        .cycle()
+        .take(games)
+        .cloned()
+        .collect();
     let budgets = vec![options.nodes; games];
     let mut driver = Driver::new(SearchConfig::default(), options.cache_entries);
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
@@ -191,7 +211,11 @@ fn single<E: Evaluator<ChessState>>(
     let start = Instant::now();
     let mut nodes = 0u64;
     for root in &options.positions {
-        nodes += u64::from(search.run(root, options.nodes, evaluator, &mut rng)?.simulations);
+        nodes += u64::from(
+            search
+                .run(root, options.nodes, evaluator, &mut rng)?
+                .simulations,
+        );
     }
     let seconds = start.elapsed().as_secs_f64();
     Ok(Rate::new(options.positions.len() as u64, nodes, seconds))

@@ -18,7 +18,13 @@ struct Slot {
     wdl: [f32; 3],
 }
 
-const EMPTY: Slot = Slot { key: 0, at: u64::MAX, len: 0, value: 0.0, wdl: [0.0; 3] };
+const EMPTY: Slot = Slot {
+    key: 0,
+    at: u64::MAX,
+    len: 0,
+    value: 0.0,
+    wdl: [0.0; 3],
+};
 
 /// A cached evaluation.
 #[derive(Debug, Clone, Copy)]
@@ -44,7 +50,11 @@ impl EvalCache {
     /// A cache with room for about `entries` positions (rounded up to a power of two).
     pub fn new(entries: usize) -> Self {
         if entries == 0 {
-            return EvalCache { slots: Vec::new(), ring: Vec::new(), written: 0 };
+            return EvalCache {
+                slots: Vec::new(),
+                ring: Vec::new(),
+                written: 0,
+            };
         }
         let slots = entries.next_power_of_two();
         EvalCache {
@@ -110,8 +120,13 @@ impl EvalCache {
         }
         self.ring[start..start + logits.len()].copy_from_slice(logits);
         let index = self.slot_index(key);
-        self.slots[index] =
-            Slot { key, at: self.written, len: logits.len() as u32, value, wdl };
+        self.slots[index] = Slot {
+            key,
+            at: self.written,
+            len: logits.len() as u32,
+            value,
+            wdl,
+        };
         self.written += logits.len() as u64;
     }
 }
@@ -140,7 +155,9 @@ mod tests {
         let ring = cache.ring.len();
         let big = vec![0.25; ring - 1];
         let first = 1;
-        let second = (2..).find(|&k| cache.slot_index(k) != cache.slot_index(first)).unwrap();
+        let second = (2..)
+            .find(|&k| cache.slot_index(k) != cache.slot_index(first))
+            .unwrap();
         cache.insert(first, &[3.0; 4], 0.0, [0.0, 1.0, 0.0]);
         assert!(cache.get(first, 4).is_some());
         // Another slot, but its logits wrap around the ring over the first entry's.

@@ -75,6 +75,9 @@ impl Default for SearchConfig {
 impl SearchConfig {
     /// The default PUCT configuration.
     pub fn puct() -> Self {
-        SearchConfig { mode: SearchMode::Puct, ..SearchConfig::default() }
+        SearchConfig {
+            mode: SearchMode::Puct,
+            ..SearchConfig::default()
+        }
     }
 }

@@ -92,18 +92,23 @@ impl<G: Game> Driver<G> {
         rng: &mut R,
     ) -> Result<Vec<SearchResult<G::Move>>, SearchError> {
         if roots.len() != budgets.len() {
-            return Err(SearchError::BudgetCount { roots: roots.len(), budgets: budgets.len() });
+            return Err(SearchError::BudgetCount {
+                roots: roots.len(),
+                budgets: budgets.len(),
+            });
         }
         while self.searches.len() < roots.len() {
             self.searches.push(Search::new(self.config.clone()));
         }
         for (index, (root, &budget)) in roots.iter().zip(budgets).enumerate() {
-            self.searches[index].start(root, budget, rng).map_err(|e| match e {
-                SearchError::TerminalRoot { outcome, .. } => {
-                    SearchError::TerminalRoot { index, outcome }
-                }
-                other => other,
-            })?;
+            self.searches[index]
+                .start(root, budget, rng)
+                .map_err(|e| match e {
+                    SearchError::TerminalRoot { outcome, .. } => {
+                        SearchError::TerminalRoot { index, outcome }
+                    }
+                    other => other,
+                })?;
         }
         let middle = roots.len().div_ceil(2);
         self.halves[0].trees = 0..middle;
@@ -125,7 +130,10 @@ impl<G: Game> Driver<G> {
                 None => {}
             }
         }
-        Ok(self.searches[..roots.len()].iter_mut().map(Search::result).collect())
+        Ok(self.searches[..roots.len()]
+            .iter_mut()
+            .map(Search::result)
+            .collect())
     }
 
     /// Selects one leaf per unfinished tree of a half and submits those that need the
@@ -135,7 +143,13 @@ impl<G: Game> Driver<G> {
         half: usize,
         evaluator: &E,
     ) -> Result<Option<E::Pending>, SearchError> {
-        let Driver { searches, cache, halves, stats, .. } = self;
+        let Driver {
+            searches,
+            cache,
+            halves,
+            stats,
+            ..
+        } = self;
         let half = &mut halves[half];
         half.batch.clear();
         half.members.clear();
@@ -168,7 +182,12 @@ impl<G: Game> Driver<G> {
         pending: E::Pending,
         evaluator: &E,
     ) -> Result<(), SearchError> {
-        let Driver { searches, cache, halves, .. } = self;
+        let Driver {
+            searches,
+            cache,
+            halves,
+            ..
+        } = self;
         let half = &mut halves[half];
         evaluator.complete(pending, &mut half.evaluations)?;
         check_evaluations(&half.batch, &half.evaluations)?;

@@ -25,7 +25,12 @@ pub struct LeafBatch<G: Game> {
 
 impl<G: Game> Default for LeafBatch<G> {
     fn default() -> Self {
-        LeafBatch { states: Vec::new(), len: 0, moves: Vec::new(), move_starts: vec![0] }
+        LeafBatch {
+            states: Vec::new(),
+            len: 0,
+            moves: Vec::new(),
+            move_starts: vec![0],
+        }
     }
 }
 

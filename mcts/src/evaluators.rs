@@ -20,7 +20,10 @@ impl<G: Game> Evaluator<G> for UniformEvaluator {
     type Pending = BatchShape;
 
     fn submit(&self, batch: &LeafBatch<G>) -> Result<BatchShape, EvalError> {
-        Ok(BatchShape { leaves: batch.len(), moves: batch.total_moves() })
+        Ok(BatchShape {
+            leaves: batch.len(),
+            moves: batch.total_moves(),
+        })
     }
 
     fn complete(&self, pending: BatchShape, out: &mut Evaluations) -> Result<(), EvalError> {
@@ -78,8 +81,13 @@ impl Evaluator<ChessState> for MaterialEvaluator {
     type Pending = MaterialPending;
 
     fn submit(&self, batch: &LeafBatch<ChessState>) -> Result<MaterialPending, EvalError> {
-        let values = (0..batch.len()).map(|i| self.value(batch.state(i))).collect();
-        Ok(MaterialPending { values, moves: batch.total_moves() })
+        let values = (0..batch.len())
+            .map(|i| self.value(batch.state(i)))
+            .collect();
+        Ok(MaterialPending {
+            values,
+            moves: batch.total_moves(),
+        })
     }
 
     fn complete(&self, pending: MaterialPending, out: &mut Evaluations) -> Result<(), EvalError> {

@@ -58,7 +58,8 @@ impl GumbelRoot {
         let m = config.gumbel_m.min(legal).min(budget).max(1);
         let first = root.first_edge as usize;
         self.scores.clear();
-        self.scores.extend((0..legal as usize).map(|i| self.noise[i] + tree.edges[first + i].logit));
+        self.scores
+            .extend((0..legal as usize).map(|i| self.noise[i] + tree.edges[first + i].logit));
         self.survivors.clear();
         self.survivors.extend(0..legal);
         sort_by_score(&mut self.survivors, &self.scores);
@@ -150,6 +151,8 @@ pub fn root_policy<M: Copy>(
 /// Sorts action offsets by descending score; ties keep the lower offset first.
 fn sort_by_score(actions: &mut [u32], scores: &[f32]) {
     actions.sort_unstable_by(|&a, &b| {
-        scores[b as usize].total_cmp(&scores[a as usize]).then(a.cmp(&b))
+        scores[b as usize]
+            .total_cmp(&scores[a as usize])
+            .then(a.cmp(&b))
     });
 }

@@ -42,7 +42,11 @@ pub fn select_child<M: Copy>(tree: &Tree<M>, node: NodeId, config: &SearchConfig
 pub fn best_edge<M: Copy>(tree: &Tree<M>, node: NodeId) -> usize {
     let range = tree.nodes[node as usize].edge_range();
     let key = |e: usize| {
-        (tree.edge_visits(e), tree.edge_q(e).unwrap_or(f32::NEG_INFINITY), tree.edges[e].prior)
+        (
+            tree.edge_visits(e),
+            tree.edge_q(e).unwrap_or(f32::NEG_INFINITY),
+            tree.edges[e].prior,
+        )
     };
     let mut best = range.start;
     for e in range {

@@ -134,7 +134,10 @@ mod tests {
         for (a, b) in out.iter().zip(expected) {
             assert!((a - b).abs() < 1e-5, "{out:?}");
         }
-        let fixed = SearchConfig { q_normalization: QNormalization::Fixed, ..config };
+        let fixed = SearchConfig {
+            q_normalization: QNormalization::Fixed,
+            ..config
+        };
         sigma_completed_q(&tree, 0, &fixed, &mut out);
         let expected = [0.25 * scale, 0.525 * scale, scale];
         for (a, b) in out.iter().zip(expected) {

@@ -180,7 +180,8 @@ impl<G: Game> Search<G> {
         // A Dirichlet sample is a normalised vector of Gamma(alpha, 1) samples.
         let alpha = self.config.dirichlet_alpha.max(1e-3);
         let gamma = Gamma::new(alpha, 1.0).expect("alpha is positive");
-        self.dirichlet.extend((0..self.root_moves.len()).map(|_| gamma.sample(rng)));
+        self.dirichlet
+            .extend((0..self.root_moves.len()).map(|_| gamma.sample(rng)));
         let total: f32 = self.dirichlet.iter().sum();
         if total > 0.0 {
             self.dirichlet.iter_mut().for_each(|x| *x /= total);
@@ -192,7 +193,11 @@ impl<G: Game> Search<G> {
     /// Whether the budget is spent (the root evaluated and `budget` simulations done).
     pub fn is_finished(&self) -> bool {
         !self.pending
-            && self.tree.nodes.first().is_some_and(|r| r.kind == NodeKind::Expanded)
+            && self
+                .tree
+                .nodes
+                .first()
+                .is_some_and(|r| r.kind == NodeKind::Expanded)
             && self.simulations >= self.budget
     }
 
@@ -200,7 +205,10 @@ impl<G: Game> Search<G> {
     ///
     /// Must not be called while a leaf waits for [`Search::apply_evaluation`].
     pub fn select_leaf(&mut self) -> Step {
-        assert!(!self.pending, "select_leaf called while a leaf waits for its evaluation");
+        assert!(
+            !self.pending,
+            "select_leaf called while a leaf waits for its evaluation"
+        );
         let root = self.root.as_ref().expect("select_leaf called before start");
         if self.tree.nodes[ROOT as usize].kind == NodeKind::Unexpanded {
             clone_into(&mut self.leaf, root);
@@ -222,7 +230,9 @@ impl<G: Game> Search<G> {
     /// One simulation down to a new node. Returns true if that node needs an evaluation,
     /// false if it was terminal (and has been backed up).
     fn descend(&mut self) -> bool {
-        let leaf = self.leaf.get_or_insert_with(|| self.root.clone().expect("started"));
+        let leaf = self
+            .leaf
+            .get_or_insert_with(|| self.root.clone().expect("started"));
         leaf.clone_from(self.root.as_ref().expect("started"));
         self.path.clear();
         self.path.push(ROOT);
@@ -291,8 +301,15 @@ impl<G: Game> Search<G> {
     /// Expands the pending leaf with its evaluation (logits over [`Search::leaf_moves`],
     /// value and WDL for the leaf's side to move) and backs the value up.
     pub fn apply_evaluation(&mut self, logits: &[f32], value: f32, wdl: [f32; 3]) {
-        assert!(self.pending, "apply_evaluation called without a pending leaf");
-        assert_eq!(logits.len(), self.leaf_moves.len(), "one logit per legal move");
+        assert!(
+            self.pending,
+            "apply_evaluation called without a pending leaf"
+        );
+        assert_eq!(
+            logits.len(),
+            self.leaf_moves.len(),
+            "one logit per legal move"
+        );
         let leaf = *self.path.last().expect("path has the leaf");
         self.tree.expand(leaf, &self.leaf_moves, logits, value);
         if leaf == ROOT {
@@ -322,7 +339,10 @@ impl<G: Game> Search<G> {
     /// The result of the finished (or interrupted, once the root is evaluated) search.
     pub fn result(&mut self) -> SearchResult<G::Move> {
         let root = self.tree.nodes[ROOT as usize];
-        assert!(root.kind == NodeKind::Expanded, "result needs an evaluated root");
+        assert!(
+            root.kind == NodeKind::Expanded,
+            "result needs an evaluated root"
+        );
         let range = root.edge_range();
         let best = match self.config.mode {
             SearchMode::Gumbel => {
@@ -336,17 +356,27 @@ impl<G: Game> Search<G> {
         };
         let q = root.mean();
         let d = root.draw();
-        let wdl = [((1.0 + q - d) / 2.0).clamp(0.0, 1.0), d, ((1.0 - q - d) / 2.0).clamp(0.0, 1.0)];
+        let wdl = [
+            ((1.0 + q - d) / 2.0).clamp(0.0, 1.0),
+            d,
+            ((1.0 - q - d) / 2.0).clamp(0.0, 1.0),
+        ];
         SearchResult {
             best_move: self.tree.edges[best].mv,
-            moves: self.tree.edges[range.clone()].iter().map(|e| e.mv).collect(),
+            moves: self.tree.edges[range.clone()]
+                .iter()
+                .map(|e| e.mv)
+                .collect(),
             visits: range.map(|e| self.tree.edge_visits(e)).collect(),
             policy: self.policy.clone(),
             value: q,
             wdl,
             network_value: root.raw_value,
             network_wdl: self.network_wdl,
-            best_q: self.tree.edge_q(best).unwrap_or_else(|| v_mix(&self.tree, ROOT)),
+            best_q: self
+                .tree
+                .edge_q(best)
+                .unwrap_or_else(|| v_mix(&self.tree, ROOT)),
             q: {
                 let unvisited = v_mix(&self.tree, ROOT);
                 range_q(&self.tree, root.edge_range(), unvisited)
@@ -360,13 +390,15 @@ impl<G: Game> Search<G> {
     fn visit_policy(&mut self) {
         let range = self.tree.nodes[ROOT as usize].edge_range();
         self.policy.clear();
-        self.policy.extend(range.clone().map(|e| self.tree.edge_visits(e) as f32));
+        self.policy
+            .extend(range.clone().map(|e| self.tree.edge_visits(e) as f32));
         let total: f32 = self.policy.iter().sum();
         if total > 0.0 {
             self.policy.iter_mut().for_each(|p| *p /= total);
         } else {
             self.policy.clear();
-            self.policy.extend(self.tree.edges[range].iter().map(|e| e.prior));
+            self.policy
+                .extend(self.tree.edges[range].iter().map(|e| e.prior));
         }
     }
 

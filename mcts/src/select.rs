@@ -19,7 +19,11 @@ pub fn select_child<M: Copy>(
 ) -> usize {
     let range = tree.nodes[node as usize].edge_range();
     sigma_completed_q(tree, node, config, sigma);
-    improved_policy(tree.edges[range.clone()].iter().map(|e| e.logit), sigma, policy);
+    improved_policy(
+        tree.edges[range.clone()].iter().map(|e| e.logit),
+        sigma,
+        policy,
+    );
     let total: u32 = range.clone().map(|e| tree.edge_visits(e)).sum();
     let denominator = 1.0 + total as f32;
     let mut best = range.start;

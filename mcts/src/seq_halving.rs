@@ -27,7 +27,11 @@ pub struct Allocation {
 
 /// Number of phases for `m` considered actions: `ceil(log2 m)` (0 when `m <= 1`).
 pub fn phase_count(m: u32) -> u32 {
-    if m <= 1 { 0 } else { u32::BITS - (m - 1).leading_zeros() }
+    if m <= 1 {
+        0
+    } else {
+        u32::BITS - (m - 1).leading_zeros()
+    }
 }
 
 /// Visits per survivor in a phase with `k` survivors, budget `n` and `phases` phases.
@@ -55,7 +59,10 @@ pub fn allocation(m: u32, n: u32) -> Allocation {
         left = left.saturating_sub(k * visits);
         k = next_survivors(k);
     }
-    Allocation { phases: out, leftover: if m == 0 { 0 } else { left } }
+    Allocation {
+        phases: out,
+        leftover: if m == 0 { 0 } else { left },
+    }
 }
 
 #[cfg(test)]
@@ -63,12 +70,24 @@ mod tests {
     use super::*;
 
     fn phases(list: &[(u32, u32)]) -> Vec<Phase> {
-        list.iter().map(|&(actions, visits)| Phase { actions, visits }).collect()
+        list.iter()
+            .map(|&(actions, visits)| Phase { actions, visits })
+            .collect()
     }
 
     #[test]
     fn phase_counts_are_ceil_log2() {
-        let expected = [(1, 0), (2, 1), (3, 2), (4, 2), (5, 3), (8, 3), (9, 4), (16, 4), (17, 5)];
+        let expected = [
+            (1, 0),
+            (2, 1),
+            (3, 2),
+            (4, 2),
+            (5, 3),
+            (8, 3),
+            (9, 4),
+            (16, 4),
+            (17, 5),
+        ];
         for (m, p) in expected {
             assert_eq!(phase_count(m), p, "m = {m}");
         }
@@ -77,22 +96,40 @@ mod tests {
     #[test]
     fn schedule_for_m16_matches_the_design() {
         // m = min(16, n) for n = 8.
-        assert_eq!(allocation(8, 8), Allocation { phases: phases(&[(8, 1)]), leftover: 0 });
+        assert_eq!(
+            allocation(8, 8),
+            Allocation {
+                phases: phases(&[(8, 1)]),
+                leftover: 0
+            }
+        );
         assert_eq!(
             allocation(16, 32),
-            Allocation { phases: phases(&[(16, 1), (8, 1), (4, 2)]), leftover: 0 }
+            Allocation {
+                phases: phases(&[(16, 1), (8, 1), (4, 2)]),
+                leftover: 0
+            }
         );
         assert_eq!(
             allocation(16, 64),
-            Allocation { phases: phases(&[(16, 1), (8, 2), (4, 4), (2, 8)]), leftover: 0 }
+            Allocation {
+                phases: phases(&[(16, 1), (8, 2), (4, 4), (2, 8)]),
+                leftover: 0
+            }
         );
         assert_eq!(
             allocation(16, 200),
-            Allocation { phases: phases(&[(16, 3), (8, 6), (4, 12), (2, 25)]), leftover: 6 }
+            Allocation {
+                phases: phases(&[(16, 3), (8, 6), (4, 12), (2, 25)]),
+                leftover: 6
+            }
         );
         assert_eq!(
             allocation(16, 800),
-            Allocation { phases: phases(&[(16, 12), (8, 25), (4, 50), (2, 100)]), leftover: 8 }
+            Allocation {
+                phases: phases(&[(16, 12), (8, 25), (4, 50), (2, 100)]),
+                leftover: 8
+            }
         );
     }
 

@@ -60,7 +60,7 @@ impl TicTacToe {
 
     /// Whether the side that just moved has three in a row.
     fn previous_player_won(&self) -> bool {
-        LINES.iter().any(|&line| self.theirs & line == line)
+        LINES.iter().any(|&line| line & !self.theirs == 0)
     }
 }
 
@@ -78,7 +78,10 @@ impl Game for TicTacToe {
     }
 
     fn play(&mut self, mv: u8) {
-        debug_assert!((self.ours | self.theirs) & (1 << mv) == 0, "square {mv} is taken");
+        debug_assert!(
+            (self.ours | self.theirs) & (1 << mv) == 0,
+            "square {mv} is taken"
+        );
         let ours = self.ours | (1 << mv);
         self.ours = self.theirs;
         self.theirs = ours;

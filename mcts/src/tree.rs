@@ -62,12 +62,20 @@ impl Node {
 
     /// Mean value from this node's side to move (0 if never visited).
     pub fn mean(&self) -> f32 {
-        if self.visits == 0 { 0.0 } else { (self.value_sum / f64::from(self.visits)) as f32 }
+        if self.visits == 0 {
+            0.0
+        } else {
+            (self.value_sum / f64::from(self.visits)) as f32
+        }
     }
 
     /// Mean draw probability (0 if never visited).
     pub fn draw(&self) -> f32 {
-        if self.visits == 0 { 0.0 } else { (self.draw_sum / f64::from(self.visits)) as f32 }
+        if self.visits == 0 {
+            0.0
+        } else {
+            (self.draw_sum / f64::from(self.visits)) as f32
+        }
     }
 
     /// The range of this node's edges in [`Tree::edges`].
@@ -101,7 +109,10 @@ pub struct Tree<M> {
 impl<M: Copy> Tree<M> {
     /// An empty tree.
     pub fn new() -> Self {
-        Tree { nodes: Vec::new(), edges: Vec::new() }
+        Tree {
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        }
     }
 
     /// Removes all nodes and edges and creates an unexpanded root.
@@ -128,7 +139,12 @@ impl<M: Copy> Tree<M> {
         for (&mv, &logit) in moves.iter().zip(logits) {
             let weight = (logit - max).exp();
             total += weight;
-            self.edges.push(Edge { mv, logit, prior: weight, child: NO_NODE });
+            self.edges.push(Edge {
+                mv,
+                logit,
+                prior: weight,
+                child: NO_NODE,
+            });
         }
         for edge in &mut self.edges[first..] {
             edge.prior /= total;

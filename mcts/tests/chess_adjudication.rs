@@ -38,17 +38,27 @@ fn king_in_the_corner_is_stalemate() {
     assert_ends(&state, Some(TerminalReason::Stalemate));
     // One move earlier (queen on f5) the game goes on.
     assert_ends(&after("7k/8/6K1/5Q2/8/8/8/8 w - - 0 1", ""), None);
-    assert_ends(&after("7k/8/6K1/5Q2/8/8/8/8 w - - 0 1", "f5f7"), Some(TerminalReason::Stalemate));
+    assert_ends(
+        &after("7k/8/6K1/5Q2/8/8/8/8 w - - 0 1", "f5f7"),
+        Some(TerminalReason::Stalemate),
+    );
 }
 
 #[test]
 fn bare_kings_and_a_lone_minor_piece_are_insufficient_material() {
-    for fen in ["8/8/8/4k3/8/8/8/4K3 w - - 0 1", "8/8/8/4k3/8/8/8/2B1K3 b - - 0 1", "8/8/8/4k3/8/8/8/1N2K3 w - - 0 1"] {
+    for fen in [
+        "8/8/8/4k3/8/8/8/4K3 w - - 0 1",
+        "8/8/8/4k3/8/8/8/2B1K3 b - - 0 1",
+        "8/8/8/4k3/8/8/8/1N2K3 w - - 0 1",
+    ] {
         assert_ends(&after(fen, ""), Some(TerminalReason::InsufficientMaterial));
     }
     // A capture that leaves bare kings ends the game.
     assert_ends(&after("8/8/8/4k3/4p3/8/8/4K3 b - - 0 1", ""), None);
-    assert_ends(&after("8/8/8/4k3/3r4/4K3/8/8 w - - 0 1", "e3d4"), Some(TerminalReason::InsufficientMaterial));
+    assert_ends(
+        &after("8/8/8/4k3/3r4/4K3/8/8 w - - 0 1", "e3d4"),
+        Some(TerminalReason::InsufficientMaterial),
+    );
     // A rook is enough to mate.
     assert_ends(&after("8/8/8/4k3/8/8/3R4/4K3 w - - 0 1", ""), None);
 }
@@ -109,6 +119,9 @@ fn start_position_is_not_terminal_and_default_max_plies_is_450() {
 
 #[test]
 fn reasons_have_human_descriptions() {
-    assert_eq!(TerminalReason::ThreefoldRepetition.to_string(), "threefold repetition");
+    assert_eq!(
+        TerminalReason::ThreefoldRepetition.to_string(),
+        "threefold repetition"
+    );
     assert_eq!(TerminalReason::FiftyMoveRule.describe(), "fifty-move rule");
 }

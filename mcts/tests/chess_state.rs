@@ -7,9 +7,17 @@ use shakmaty::{Board, Color, Move, Position, Square};
 
 #[test]
 fn invalid_fens_are_errors_that_name_the_fen() {
-    for fen in ["", "not a fen", "8/8/8/8/8/8/8/8 w - - 0 1", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x KQkq - 0 1"] {
+    for fen in [
+        "",
+        "not a fen",
+        "8/8/8/8/8/8/8/8 w - - 0 1",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x KQkq - 0 1",
+    ] {
         let err = ChessState::from_fen(fen, HistoryFill::No).unwrap_err();
-        assert!(matches!(err, ChessError::InvalidFen { .. }), "{fen:?}: {err:?}");
+        assert!(
+            matches!(err, ChessError::InvalidFen { .. }),
+            "{fen:?}: {err:?}"
+        );
         assert!(err.to_string().contains(fen), "{err}");
     }
 }
@@ -29,13 +37,28 @@ fn illegal_and_malformed_moves_are_errors_and_leave_the_state_unchanged() {
 #[test]
 fn castling_is_accepted_as_king_two_squares_and_as_king_takes_rook() {
     let fen = "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1";
-    for (uci, king, rook) in [("e1g1", Square::E1, Square::H1), ("e1h1", Square::E1, Square::H1), ("e1c1", Square::E1, Square::A1), ("e1a1", Square::E1, Square::A1)] {
+    for (uci, king, rook) in [
+        ("e1g1", Square::E1, Square::H1),
+        ("e1h1", Square::E1, Square::H1),
+        ("e1c1", Square::E1, Square::A1),
+        ("e1a1", Square::E1, Square::A1),
+    ] {
         let mut state = ChessState::from_fen(fen, HistoryFill::No).unwrap();
-        assert_eq!(state.play_uci(uci).unwrap(), Move::Castle { king, rook }, "{uci}");
+        assert_eq!(
+            state.play_uci(uci).unwrap(),
+            Move::Castle { king, rook },
+            "{uci}"
+        );
     }
     let mut state = ChessState::from_fen(fen, HistoryFill::No).unwrap();
     state.play_uci("e1g1").unwrap();
-    assert_eq!(state.play_uci("e8a8").unwrap(), Move::Castle { king: Square::E8, rook: Square::A8 });
+    assert_eq!(
+        state.play_uci("e8a8").unwrap(),
+        Move::Castle {
+            king: Square::E8,
+            rook: Square::A8
+        }
+    );
     assert_eq!(state.fen(), "2kr4/8/8/8/8/8/8/R4RK1 w - - 2 2");
 }
 
@@ -50,7 +73,9 @@ fn legal_moves_follow_shakmatys_order() {
 
 #[test]
 fn history_steps_hold_the_last_eight_boards() {
-    let moves = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5", "d2d3", "d7d6", "c1g5"];
+    let moves = [
+        "e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5", "d2d3", "d7d6", "c1g5",
+    ];
     let mut state = ChessState::new();
     let mut boards = vec![state.position().board().clone()];
     for uci in moves {
@@ -58,7 +83,11 @@ fn history_steps_hold_the_last_eight_boards() {
         boards.push(state.position().board().clone());
     }
     for t in 0..8 {
-        assert_eq!(state.history_board(t), Some(&boards[boards.len() - 1 - t]), "step {t}");
+        assert_eq!(
+            state.history_board(t),
+            Some(&boards[boards.len() - 1 - t]),
+            "step {t}"
+        );
         assert!(state.history_is_real(t));
     }
     assert_eq!(state.history_board(8), None);
@@ -77,14 +106,20 @@ fn history_before_a_fen_follows_history_fill() {
     }
     // Not applied to the standard start position.
     let start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
-    assert_eq!(ChessState::from_fen(start, HistoryFill::FenOnly).unwrap().history_board(1), None);
+    assert_eq!(
+        ChessState::from_fen(start, HistoryFill::FenOnly)
+            .unwrap()
+            .history_board(1),
+        None
+    );
 }
 
 #[test]
 fn en_passant_in_a_fen_adds_the_position_before_the_double_push() {
     let fen = "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3";
     let state = ChessState::from_fen(fen, HistoryFill::No).unwrap();
-    let before: Board = "rnbqkbnr/ppp1pppp/8/3pP3/8/8/PPPP1PPP/RNBQKBNR".parse::<shakmaty::fen::Fen>()
+    let before: Board = "rnbqkbnr/ppp1pppp/8/3pP3/8/8/PPPP1PPP/RNBQKBNR"
+        .parse::<shakmaty::fen::Fen>()
         .map(|f| f.into_setup().board)
         .unwrap_or_else(|_| panic!("board"));
     assert_eq!(state.history_board(1), Some(&before));

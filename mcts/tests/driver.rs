@@ -17,20 +17,31 @@ fn lone<G: cfzero_mcts::Game>(
 ) -> Vec<cfzero_mcts::SearchResult<G::Move>> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut search = Search::new(config.clone());
-    roots.iter().zip(budgets).map(|(r, &b)| search.run(r, b, &HashEvaluator, &mut rng).unwrap()).collect()
+    roots
+        .iter()
+        .zip(budgets)
+        .map(|(r, &b)| search.run(r, b, &HashEvaluator, &mut rng).unwrap())
+        .collect()
 }
 
 #[test]
 fn driver_matches_lone_searches() {
-    let roots: Vec<TicTacToe> = common::tictactoe_positions().into_iter().step_by(37).collect();
+    let roots: Vec<TicTacToe> = common::tictactoe_positions()
+        .into_iter()
+        .step_by(37)
+        .collect();
     // Per-root budgets, as playout cap randomisation gives: some small, some large.
-    let budgets: Vec<u32> = (0..roots.len()).map(|i| if i % 4 == 0 { 8 } else { 64 + i as u32 }).collect();
+    let budgets: Vec<u32> = (0..roots.len())
+        .map(|i| if i % 4 == 0 { 8 } else { 64 + i as u32 })
+        .collect();
     for config in [SearchConfig::default(), SearchConfig::puct()] {
         let expected = lone(&config, &roots, &budgets, 9);
         for cache in [0, 1 << 12] {
             let mut driver = Driver::new(config.clone(), cache);
             let mut rng = ChaCha8Rng::seed_from_u64(9);
-            let results = driver.run(&roots, &budgets, &HashEvaluator, &mut rng).unwrap();
+            let results = driver
+                .run(&roots, &budgets, &HashEvaluator, &mut rng)
+                .unwrap();
             assert_eq!(results, expected, "cache {cache}");
             for (result, &budget) in results.iter().zip(&budgets) {
                 assert_eq!(result.visits.iter().sum::<u32>(), budget);
@@ -52,11 +63,13 @@ fn cache_answers_repeated_positions_and_counts_every_leaf() {
     let budgets = vec![50; 8];
     let mut driver = Driver::new(SearchConfig::default(), 1 << 12);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let results = driver.run(&roots, &budgets, &HashEvaluator, &mut rng).unwrap();
+    let results = driver
+        .run(&roots, &budgets, &HashEvaluator, &mut rng)
+        .unwrap();
     let stats = driver.stats();
     // Every root evaluation and every non-terminal new node is one evaluated or cached leaf.
-    let nonterminal_nodes: u64 = results.iter().map(|r| r.nodes as u64).sum::<u64>()
-        - terminal_nodes(&roots, &budgets);
+    let nonterminal_nodes: u64 =
+        results.iter().map(|r| r.nodes as u64).sum::<u64>() - terminal_nodes(&roots, &budgets);
     assert_eq!(stats.evaluated + stats.cache_hits, nonterminal_nodes);
     assert!(stats.cache_hits > stats.evaluated, "{stats:?}");
     // Both halves were used: at least one batch per half per step.
@@ -64,9 +77,14 @@ fn cache_answers_repeated_positions_and_counts_every_leaf() {
 
     let mut uncached = Driver::new(SearchConfig::default(), 0);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let again = uncached.run(&roots, &budgets, &HashEvaluator, &mut rng).unwrap();
+    let again = uncached
+        .run(&roots, &budgets, &HashEvaluator, &mut rng)
+        .unwrap();
     assert_eq!(again, results);
-    assert_eq!(uncached.stats().evaluated, stats.evaluated + stats.cache_hits);
+    assert_eq!(
+        uncached.stats().evaluated,
+        stats.evaluated + stats.cache_hits
+    );
 }
 
 /// Terminal nodes of the trees of a fresh lone search of each root (same seed sequence).
@@ -90,17 +108,38 @@ fn terminal_nodes(roots: &[Wide], budgets: &[u32]) -> u64 {
 fn driver_reuses_itself_and_reports_finished_roots() {
     let mut driver = Driver::new(SearchConfig::default(), 256);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let roots = [TicTacToe::new(), TicTacToe::from_board("XX. OO. ...").unwrap()];
+    let roots = [
+        TicTacToe::new(),
+        TicTacToe::from_board("XX. OO. ...").unwrap(),
+    ];
     for _ in 0..3 {
-        let results = driver.run(&roots, &[32, 32], &UniformEvaluator, &mut rng).unwrap();
+        let results = driver
+            .run(&roots, &[32, 32], &UniformEvaluator, &mut rng)
+            .unwrap();
         assert_eq!(results[1].best_move, 2);
     }
     let won = TicTacToe::from_board("XXX OO. ...").unwrap();
-    let err = driver.run(&[roots[0], won], &[8, 8], &UniformEvaluator, &mut rng).unwrap_err();
+    let err = driver
+        .run(&[roots[0], won], &[8, 8], &UniformEvaluator, &mut rng)
+        .unwrap_err();
     assert!(
-        matches!(err, SearchError::TerminalRoot { index: 1, outcome: Terminal::Loss }),
+        matches!(
+            err,
+            SearchError::TerminalRoot {
+                index: 1,
+                outcome: Terminal::Loss
+            }
+        ),
         "{err}"
     );
-    let err = driver.run(&roots, &[8], &UniformEvaluator, &mut rng).unwrap_err();
-    assert!(matches!(err, SearchError::BudgetCount { roots: 2, budgets: 1 }));
+    let err = driver
+        .run(&roots, &[8], &UniformEvaluator, &mut rng)
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        SearchError::BudgetCount {
+            roots: 2,
+            budgets: 1
+        }
+    ));
 }

@@ -29,13 +29,27 @@ fn terminal_win_is_a_loss_for_the_side_to_move_at_every_depth() {
             let s = if length % 2 == 1 { 1.0 } else { -1.0 };
             let decided = (n + 1 - u32::from(length)) as f32;
             assert_eq!(result.visits, vec![n]);
-            assert!(close(result.best_q, decided * s / n as f32), "length {length}: {result:?}");
-            assert!(close(result.value, decided * s / (n + 1) as f32), "length {length}");
+            assert!(
+                close(result.best_q, decided * s / n as f32),
+                "length {length}: {result:?}"
+            );
+            assert!(
+                close(result.value, decided * s / (n + 1) as f32),
+                "length {length}"
+            );
             // Draw mass: the root's and the inner nodes' evaluations, none from the terminal.
             let draw = f32::from(length) / (n + 1) as f32;
-            assert!(close(result.wdl[1], draw), "length {length}: {:?}", result.wdl);
+            assert!(
+                close(result.wdl[1], draw),
+                "length {length}: {:?}",
+                result.wdl
+            );
             let q = result.value;
-            assert!(close(result.wdl[0] - result.wdl[2], q), "W - L = Q: {:?}", result.wdl);
+            assert!(
+                close(result.wdl[0] - result.wdl[2], q),
+                "W - L = Q: {:?}",
+                result.wdl
+            );
             assert!(close(result.wdl.iter().sum::<f32>(), 1.0));
 
             // Every node on the chain holds the same number of decided values with the sign
@@ -43,7 +57,11 @@ fn terminal_win_is_a_loss_for_the_side_to_move_at_every_depth() {
             let tree = search.tree();
             let mut node = 0usize;
             for depth in 0..=u32::from(length) {
-                let expected_sign = if (u32::from(length) - depth) % 2 == 0 { -1.0 } else { 1.0 };
+                let expected_sign = if (u32::from(length) - depth) % 2 == 0 {
+                    -1.0
+                } else {
+                    1.0
+                };
                 let n = &tree.nodes[node];
                 assert!(
                     close(n.value_sum as f32, decided * expected_sign),

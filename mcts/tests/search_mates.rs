@@ -25,14 +25,19 @@ fn forces_mate_in_two(pos: &Chess, mv: Move) -> bool {
     let replies = after.legal_moves();
     !replies.is_empty()
         && replies.iter().all(|reply| {
-            let next = after.clone().play(reply.clone()).unwrap();
-            next.legal_moves().iter().any(|m| next.clone().play(m.clone()).unwrap().is_checkmate())
+            let next = after.clone().play(*reply).unwrap();
+            next.legal_moves()
+                .iter()
+                .any(|m| next.clone().play(*m).unwrap().is_checkmate())
         })
 }
 
 /// With uniform priors the root must consider every move: m covers all legal moves.
 fn all_moves_config(base: SearchConfig) -> SearchConfig {
-    SearchConfig { gumbel_m: 256, ..base }
+    SearchConfig {
+        gumbel_m: 256,
+        ..base
+    }
 }
 
 #[test]
@@ -40,12 +45,20 @@ fn every_mate_in_one_is_found_with_128_simulations() {
     let positions = suite("sunfish_mate1.fen");
     assert_eq!(positions.len(), 8);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    for config in [all_moves_config(SearchConfig::default()), SearchConfig::puct()] {
+    for config in [
+        all_moves_config(SearchConfig::default()),
+        SearchConfig::puct(),
+    ] {
         let mut search = Search::new(config);
         for state in &positions {
             let result = search.run(state, 128, &UniformEvaluator, &mut rng).unwrap();
-            let after = state.position().clone().play(result.best_move.clone()).unwrap();
-            assert!(after.is_checkmate(), "{}: played {:?}", state.fen(), result.best_move);
+            let after = state.position().clone().play(result.best_move).unwrap();
+            assert!(
+                after.is_checkmate(),
+                "{}: played {:?}",
+                state.fen(),
+                result.best_move
+            );
             assert_eq!(result.best_q, 1.0);
         }
     }
@@ -60,8 +73,10 @@ fn mate_in_two_share(config: SearchConfig, budget: u32) -> f64 {
     let solved = positions
         .iter()
         .filter(|state| {
-            let result = search.run(*state, budget, &UniformEvaluator, &mut rng).unwrap();
-            forces_mate_in_two(state.position(), result.best_move.clone())
+            let result = search
+                .run(*state, budget, &UniformEvaluator, &mut rng)
+                .unwrap();
+            forces_mate_in_two(state.position(), result.best_move)
         })
         .count();
     solved as f64 / positions.len() as f64
@@ -70,11 +85,17 @@ fn mate_in_two_share(config: SearchConfig, budget: u32) -> f64 {
 #[test]
 fn most_mates_in_two_are_found_with_gumbel() {
     let share = mate_in_two_share(all_moves_config(SearchConfig::default()), 2000);
-    assert!(share >= 0.0, "solved {share:.3} of the mates in two with 2000 simulations");
+    assert!(
+        share >= 0.0,
+        "solved {share:.3} of the mates in two with 2000 simulations"
+    );
 }
 
 #[test]
 fn most_mates_in_two_are_found_with_puct() {
     let share = mate_in_two_share(SearchConfig::puct(), 2000);
-    assert!(share >= 0.0, "solved {share:.3} of the mates in two with 2000 simulations");
+    assert!(
+        share >= 0.0,
+        "solved {share:.3} of the mates in two with 2000 simulations"
+    );
 }

@@ -17,7 +17,9 @@ fn mistakes(config: SearchConfig, budget: u32) -> Vec<(TicTacToe, u8)> {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let mut wrong = Vec::new();
     for state in positions {
-        let result = search.run(&state, budget, &UniformEvaluator, &mut rng).unwrap();
+        let result = search
+            .run(&state, budget, &UniformEvaluator, &mut rng)
+            .unwrap();
         let mut next = state;
         next.play(result.best_move);
         if -solve(&next) != solve(&state) {
@@ -30,11 +32,21 @@ fn mistakes(config: SearchConfig, budget: u32) -> Vec<(TicTacToe, u8)> {
 #[test]
 fn gumbel_plays_optimally_everywhere() {
     let wrong = mistakes(SearchConfig::default(), 800);
-    assert!(wrong.is_empty(), "{} mistakes, e.g. {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+    assert!(
+        wrong.is_empty(),
+        "{} mistakes, e.g. {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
 }
 
 #[test]
 fn puct_plays_optimally_everywhere() {
     let wrong = mistakes(SearchConfig::puct(), 800);
-    assert!(wrong.is_empty(), "{} mistakes, e.g. {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+    assert!(
+        wrong.is_empty(),
+        "{} mistakes, e.g. {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
 }

@@ -52,17 +52,26 @@ pub enum CheckpointError {
 }
 
 fn corrupt(path: &Path, msg: impl ToString) -> CheckpointError {
-    CheckpointError::Corrupt { path: path.to_owned(), msg: msg.to_string() }
+    CheckpointError::Corrupt {
+        path: path.to_owned(),
+        msg: msg.to_string(),
+    }
 }
 
 fn mismatch(path: &Path, msg: impl ToString) -> CheckpointError {
-    CheckpointError::Mismatch { path: path.to_owned(), msg: msg.to_string() }
+    CheckpointError::Mismatch {
+        path: path.to_owned(),
+        msg: msg.to_string(),
+    }
 }
 
 /// Writes `bytes` to `path` atomically (temporary file in the same directory, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
     use std::io::Write;
-    let io = |source| CheckpointError::Io { path: path.to_owned(), source };
+    let io = |source| CheckpointError::Io {
+        path: path.to_owned(),
+        source,
+    };
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
@@ -79,13 +88,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
 }
 
 /// Serialises named float tensors (stored as little-endian f32) with `metadata`.
-fn serialize(path: &Path, tensors: &[(String, Tensor)], metadata: HashMap<String, String>) -> Result<Vec<u8>, CheckpointError> {
+fn serialize(
+    path: &Path,
+    tensors: &[(String, Tensor)],
+    metadata: HashMap<String, String>,
+) -> Result<Vec<u8>, CheckpointError> {
     let data: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
         .iter()
         .map(|(name, t)| {
             let t = t.to_device(Device::Cpu).to_kind(Kind::Float).contiguous();
             let shape: Vec<usize> = t.size().iter().map(|&s| s as usize).collect();
-            let values = Vec::<f32>::try_from(t.view([-1])).expect("float tensor converts to Vec<f32>");
+            let values =
+                Vec::<f32>::try_from(t.view([-1])).expect("float tensor converts to Vec<f32>");
             let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
             (name.clone(), shape, bytes)
         })
@@ -93,7 +107,9 @@ fn serialize(path: &Path, tensors: &[(String, Tensor)], metadata: HashMap<String
     let views = data
         .iter()
         .map(|(name, shape, bytes)| {
-            TensorView::new(Dtype::F32, shape.clone(), bytes).map(|v| (name.clone(), v)).map_err(|e| corrupt(path, e))
+            TensorView::new(Dtype::F32, shape.clone(), bytes)
+                .map(|v| (name.clone(), v))
+                .map_err(|e| corrupt(path, e))
         })
         .collect::<Result<Vec<_>, _>>()?;
     safetensors::serialize(views, Some(metadata)).map_err(|e| corrupt(path, e))
@@ -110,16 +126,33 @@ fn parse(path: &Path, bytes: &[u8], format: &str) -> Result<Parsed, CheckpointEr
     let metadata = meta.metadata().clone().unwrap_or_default();
     match metadata.get(FORMAT_KEY) {
         Some(f) if f == format => {}
-        Some(f) => return Err(corrupt(path, format!("it is a `{f}` file, expected `{format}`"))),
-        None => return Err(corrupt(path, format!("no `{FORMAT_KEY}` metadata (not written by cfzero)"))),
+        Some(f) => {
+            return Err(corrupt(
+                path,
+                format!("it is a `{f}` file, expected `{format}`"),
+            ));
+        }
+        None => {
+            return Err(corrupt(
+                path,
+                format!("no `{FORMAT_KEY}` metadata (not written by cfzero)"),
+            ));
+        }
     }
     let st = SafeTensors::deserialize(bytes).map_err(|e| corrupt(path, e))?;
     let mut tensors = HashMap::new();
     for (name, view) in st.iter() {
         if view.dtype() != Dtype::F32 {
-            return Err(corrupt(path, format!("tensor `{name}` is {:?}, expected F32", view.dtype())));
+            return Err(corrupt(
+                path,
+                format!("tensor `{name}` is {:?}, expected F32", view.dtype()),
+            ));
         }
-        let values = view.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let values = view
+            .data()
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
         let shape = view.shape().iter().map(|&s| s as i64).collect();
         tensors.insert(name.to_owned(), (shape, values));
     }
@@ -127,29 +160,51 @@ fn parse(path: &Path, bytes: &[u8], format: &str) -> Result<Parsed, CheckpointEr
 }
 
 fn read(path: &Path, format: &str) -> Result<Parsed, CheckpointError> {
-    let bytes = std::fs::read(path).map_err(|source| CheckpointError::Io { path: path.to_owned(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| CheckpointError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
     parse(path, &bytes, format)
 }
 
 /// Checks that `parsed` has exactly the names and shapes of `targets`, then copies all of them.
-fn copy_checked(path: &Path, parsed: &Parsed, targets: &[(String, Tensor)]) -> Result<(), CheckpointError> {
+fn copy_checked(
+    path: &Path,
+    parsed: &Parsed,
+    targets: &[(String, Tensor)],
+) -> Result<(), CheckpointError> {
     for (name, t) in targets {
         let Some((shape, _)) = parsed.tensors.get(name) else {
             return Err(mismatch(path, format!("tensor `{name}` is missing")));
         };
         if *shape != t.size() {
-            return Err(mismatch(path, format!("tensor `{name}` has shape {shape:?}, expected {:?}", t.size())));
+            return Err(mismatch(
+                path,
+                format!(
+                    "tensor `{name}` has shape {shape:?}, expected {:?}",
+                    t.size()
+                ),
+            ));
         }
     }
     if parsed.tensors.len() != targets.len() {
-        let known: std::collections::HashSet<&str> = targets.iter().map(|(n, _)| n.as_str()).collect();
-        let extra: Vec<&str> = parsed.tensors.keys().map(String::as_str).filter(|n| !known.contains(n)).collect();
+        let known: std::collections::HashSet<&str> =
+            targets.iter().map(|(n, _)| n.as_str()).collect();
+        let extra: Vec<&str> = parsed
+            .tensors
+            .keys()
+            .map(String::as_str)
+            .filter(|n| !known.contains(n))
+            .collect();
         return Err(mismatch(path, format!("unexpected tensors {extra:?}")));
     }
     tch::no_grad(|| {
         for (name, t) in targets {
             let (shape, values) = &parsed.tensors[name];
-            let src = Tensor::from_slice(values).view(shape.as_slice()).to_device(t.device()).to_kind(t.kind());
+            let src = Tensor::from_slice(values)
+                .view(shape.as_slice())
+                .to_device(t.device())
+                .to_kind(t.kind());
             t.shallow_clone().copy_(&src);
         }
     });
@@ -178,8 +233,12 @@ pub fn read_net_config(path: &Path) -> Result<NetworkConfig, CheckpointError> {
 }
 
 fn config_of(path: &Path, parsed: &Parsed) -> Result<NetworkConfig, CheckpointError> {
-    let json = parsed.metadata.get(CONFIG_KEY).ok_or_else(|| corrupt(path, format!("no `{CONFIG_KEY}` metadata")))?;
-    let config: NetworkConfig = serde_json::from_str(json).map_err(|e| corrupt(path, format!("bad network config: {e}")))?;
+    let json = parsed
+        .metadata
+        .get(CONFIG_KEY)
+        .ok_or_else(|| corrupt(path, format!("no `{CONFIG_KEY}` metadata")))?;
+    let config: NetworkConfig = serde_json::from_str(json)
+        .map_err(|e| corrupt(path, format!("bad network config: {e}")))?;
     config.validate().map_err(|e| corrupt(path, e))?;
     Ok(config)
 }
@@ -198,7 +257,14 @@ pub fn load_weights_into(net: &mut Net, path: &Path) -> Result<(), CheckpointErr
     let parsed = read(path, NET_FORMAT)?;
     let config = config_of(path, &parsed)?;
     if config != net.config {
-        return Err(mismatch(path, format!("its config is {} but the net's is {}", config.to_json(), net.config.to_json())));
+        return Err(mismatch(
+            path,
+            format!(
+                "its config is {} but the net's is {}",
+                config.to_json(),
+                net.config.to_json()
+            ),
+        ));
     }
     copy_checked(path, &parsed, &sorted_vars(net))
 }
@@ -211,7 +277,8 @@ pub fn save_optimizer(opt: &NAdam, extra_json: &str, path: &Path) -> Result<(), 
         named.push((format!("m.{i:05}"), m.shallow_clone()));
         named.push((format!("v.{i:05}"), v.shallow_clone()));
     }
-    let state = serde_json::json!({ "step": opt.step, "mu_product": opt.mu_product, "config": opt.config });
+    let state =
+        serde_json::json!({ "step": opt.step, "mu_product": opt.mu_product, "config": opt.config });
     let metadata = HashMap::from([
         (FORMAT_KEY.to_owned(), OPTIMIZER_FORMAT.to_owned()),
         ("cfzero.optimizer".to_owned(), state.to_string()),
@@ -225,10 +292,18 @@ pub fn save_optimizer(opt: &NAdam, extra_json: &str, path: &Path) -> Result<(), 
 /// parameters) and returns the `extra` JSON.
 pub fn load_optimizer(opt: &mut NAdam, path: &Path) -> Result<String, CheckpointError> {
     let parsed = read(path, OPTIMIZER_FORMAT)?;
-    let state_json = parsed.metadata.get("cfzero.optimizer").ok_or_else(|| corrupt(path, "no optimizer metadata"))?;
-    let state: serde_json::Value = serde_json::from_str(state_json).map_err(|e| corrupt(path, e))?;
-    let step = state["step"].as_u64().ok_or_else(|| corrupt(path, "no step"))?;
-    let mu_product = state["mu_product"].as_f64().ok_or_else(|| corrupt(path, "no mu_product"))?;
+    let state_json = parsed
+        .metadata
+        .get("cfzero.optimizer")
+        .ok_or_else(|| corrupt(path, "no optimizer metadata"))?;
+    let state: serde_json::Value =
+        serde_json::from_str(state_json).map_err(|e| corrupt(path, e))?;
+    let step = state["step"]
+        .as_u64()
+        .ok_or_else(|| corrupt(path, "no step"))?;
+    let mu_product = state["mu_product"]
+        .as_f64()
+        .ok_or_else(|| corrupt(path, "no mu_product"))?;
     let mut targets = Vec::new();
     for (i, (m, v)) in opt.m.iter().zip(&opt.v).enumerate() {
         targets.push((format!("m.{i:05}"), m.shallow_clone()));
@@ -237,5 +312,9 @@ pub fn load_optimizer(opt: &mut NAdam, path: &Path) -> Result<String, Checkpoint
     copy_checked(path, &parsed, &targets)?;
     opt.step = step;
     opt.mu_product = mu_product;
-    Ok(parsed.metadata.get("cfzero.extra").cloned().unwrap_or_default())
+    Ok(parsed
+        .metadata
+        .get("cfzero.extra")
+        .cloned()
+        .unwrap_or_default())
 }

@@ -137,7 +137,13 @@ pub struct HeadsConfig {
 
 impl Default for HeadsConfig {
     fn default() -> Self {
-        HeadsConfig { soft_policy: true, winner: true, q: true, st: true, moves_left: true }
+        HeadsConfig {
+            soft_policy: true,
+            winner: true,
+            q: true,
+            st: true,
+            moves_left: true,
+        }
     }
 }
 
@@ -205,8 +211,8 @@ struct NetworkOnly {
 impl NetworkConfig {
     /// Parses the `[network]` table of a whole config file (other tables are ignored) and validates it.
     pub fn from_toml_file_text(text: &str) -> Result<NetworkConfig, ConfigError> {
-        let only: NetworkOnly =
-            toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string().replace('\n', " ")))?;
+        let only: NetworkOnly = toml::from_str(text)
+            .map_err(|e| ConfigError::Parse(e.to_string().replace('\n', " ")))?;
         only.network.validate()?;
         Ok(only.network)
     }

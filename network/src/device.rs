@@ -20,7 +20,10 @@ pub fn parse_device(name: &str) -> Result<Device, DeviceError> {
         "cpu" => Ok(Device::Cpu),
         "auto" => Ok(Device::cuda_if_available()),
         "cuda" | "gpu" => cuda(&name, 0),
-        _ => match name.strip_prefix("cuda:").and_then(|n| n.parse::<usize>().ok()) {
+        _ => match name
+            .strip_prefix("cuda:")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
             Some(i) => cuda(&name, i),
             None => Err(DeviceError::Unknown(name)),
         },

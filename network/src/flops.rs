@@ -35,17 +35,38 @@ pub fn parameters_per_module(net: &Net) -> Vec<(String, usize)> {
 /// Number of parameters of a net of shape `cfg`, computed from the config alone (equal to
 /// [`Net::parameter_count`] of a built net; lets `info` describe huge configs cheaply).
 pub fn parameter_count(cfg: &NetworkConfig) -> u64 {
-    let (d, dff, dp, h) = (cfg.d_model as u64, cfg.dff as u64, cfg.d_pol as u64, cfg.heads as u64);
+    let (d, dff, dp, h) = (
+        cfg.d_model as u64,
+        cfg.dff as u64,
+        cfg.d_pol as u64,
+        cfg.heads as u64,
+    );
     let dense = |i: u64, o: u64, bias: bool| i * o + if bias { o } else { 0 };
-    let norm = if cfg.norm == crate::config::Norm::Layer { 2 * d } else { d };
-    let mut layer = 3 * dense(d, d, cfg.qkv_bias) + dense(d, d, true) + dense(d, dff, true) + dense(dff, d, true) + 2 * norm;
+    let norm = if cfg.norm == crate::config::Norm::Layer {
+        2 * d
+    } else {
+        d
+    };
+    let mut layer = 3 * dense(d, d, cfg.qkv_bias)
+        + dense(d, d, true)
+        + dense(d, dff, true)
+        + dense(dff, d, true)
+        + 2 * norm;
     let mut global = 0;
     match cfg.attention.position {
         PositionEncoding::Shaw => layer += 3 * crate::model::shaw::BUCKETS as u64 * d,
         PositionEncoding::Smolgen => {
             let a = &cfg.attention;
-            let (c, hid, g) = (a.smolgen_compress as u64, a.smolgen_hidden as u64, a.smolgen_gen as u64);
-            layer += dense(d, c, false) + dense(64 * c, hid, true) + 2 * hid + dense(hid, h * g, true) + 2 * h * g;
+            let (c, hid, g) = (
+                a.smolgen_compress as u64,
+                a.smolgen_hidden as u64,
+                a.smolgen_gen as u64,
+            );
+            layer += dense(d, c, false)
+                + dense(64 * c, hid, true)
+                + 2 * hid
+                + dense(hid, h * g, true)
+                + 2 * h * g;
             global += 4096 * g;
         }
         PositionEncoding::None => {}
@@ -83,7 +104,12 @@ pub fn flops_per_evaluation(cfg: &NetworkConfig) -> u64 {
         PositionEncoding::Shaw => layer += 3 * attention_pairs,
         PositionEncoding::Smolgen => {
             let a = &cfg.attention;
-            let (c, hid, g, h) = (a.smolgen_compress as u64, a.smolgen_hidden as u64, a.smolgen_gen as u64, cfg.heads as u64);
+            let (c, hid, g, h) = (
+                a.smolgen_compress as u64,
+                a.smolgen_hidden as u64,
+                a.smolgen_gen as u64,
+                cfg.heads as u64,
+            );
             layer += sq * d * c + sq * c * hid + hid * h * g + h * g * sq * sq;
         }
         PositionEncoding::None => {}
@@ -99,7 +125,8 @@ pub fn flops_per_evaluation(cfg: &NetworkConfig) -> u64 {
     let scalar_head = trunk(vc, vh) + vh * (2 + VALUE_BUCKETS as u64);
     macs += scalar_head * (cfg.outputs.q as u64 + cfg.outputs.st as u64);
     if cfg.outputs.moves_left {
-        macs += trunk(cfg.moves_left_channels as u64, cfg.moves_left_hidden as u64) + cfg.moves_left_hidden as u64;
+        macs += trunk(cfg.moves_left_channels as u64, cfg.moves_left_hidden as u64)
+            + cfg.moves_left_hidden as u64;
     }
     2 * macs
 }

@@ -97,12 +97,16 @@ impl LossTerms {
 
 /// Mean over the batch of `-sum target * log_softmax(logits)`.
 fn cross_entropy(logits: &Tensor, target: &Tensor) -> Tensor {
-    -(target * logits.log_softmax(-1, Kind::Float)).sum_dim_intlist(-1, false, Kind::Float).mean(Kind::Float)
+    -(target * logits.log_softmax(-1, Kind::Float))
+        .sum_dim_intlist(-1, false, Kind::Float)
+        .mean(Kind::Float)
 }
 
 /// Soft policy target: `p^(1/T)` renormalised over each row (zero rows stay zero).
 pub fn soft_target(policy: &Tensor) -> Tensor {
-    let t = policy.clamp_min(0.0).pow_tensor_scalar(1.0 / SOFT_POLICY_TEMPERATURE);
+    let t = policy
+        .clamp_min(0.0)
+        .pow_tensor_scalar(1.0 / SOFT_POLICY_TEMPERATURE);
     let sum = t.sum_dim_intlist(-1, true, Kind::Float).clamp_min(1e-12);
     t / sum
 }
@@ -114,8 +118,12 @@ pub fn two_hot(values: &Tensor) -> Tensor {
     let lo = pos.floor().clamp(0.0, n - 1.0);
     let frac = (&pos - &lo).unsqueeze(-1);
     let lo_idx = lo.to_kind(Kind::Int64).unsqueeze(-1);
-    let z = Tensor::zeros([values.size()[0], VALUE_BUCKETS as i64], (Kind::Float, values.device()));
-    z.scatter_add(-1, &lo_idx, &(1.0 - &frac)).scatter_add(-1, &(lo_idx + 1), &frac)
+    let z = Tensor::zeros(
+        [values.size()[0], VALUE_BUCKETS as i64],
+        (Kind::Float, values.device()),
+    );
+    z.scatter_add(-1, &lo_idx, &(1.0 - &frac))
+        .scatter_add(-1, &(lo_idx + 1), &frac)
 }
 
 /// (squared error, error-estimate loss, categorical cross-entropy) of a `q`/`st` head.
@@ -132,7 +140,10 @@ pub fn loss(outputs: &ModelOutputs, batch: &TrainingBatch, weights: &LossWeights
     let device = outputs.policy.device();
     let zero = || Tensor::zeros([], (Kind::Float, device));
     let scalar = |t: &Tensor| t.double_value(&[]);
-    let policy = cross_entropy(&mask_logits(&outputs.policy, &batch.legal, ILLEGAL_LOGIT), &batch.policy);
+    let policy = cross_entropy(
+        &mask_logits(&outputs.policy, &batch.legal, ILLEGAL_LOGIT),
+        &batch.policy,
+    );
     let mut total = &policy * weights.policy;
     let mut terms = LossTerms {
         total: zero(),
@@ -149,7 +160,10 @@ pub fn loss(outputs: &ModelOutputs, batch: &TrainingBatch, weights: &LossWeights
         moves_left: 0.0,
     };
     if let Some(soft) = &outputs.soft_policy {
-        let l = cross_entropy(&mask_logits(soft, &batch.legal, ILLEGAL_LOGIT), &soft_target(&batch.policy));
+        let l = cross_entropy(
+            &mask_logits(soft, &batch.legal, ILLEGAL_LOGIT),
+            &soft_target(&batch.policy),
+        );
         terms.soft_policy = scalar(&l);
         total += l * weights.soft_policy;
     }
@@ -165,7 +179,8 @@ pub fn loss(outputs: &ModelOutputs, batch: &TrainingBatch, weights: &LossWeights
     }
     if let Some(st) = &outputs.st {
         let (se, err, cat) = value_terms(st, &batch.st);
-        (terms.st, terms.st_error, terms.st_categorical) = (scalar(&se), scalar(&err), scalar(&cat));
+        (terms.st, terms.st_error, terms.st_categorical) =
+            (scalar(&se), scalar(&err), scalar(&cat));
         total += se * weights.st + err * weights.st_error + cat * weights.st_categorical;
     }
     if let Some(ml) = &outputs.moves_left {

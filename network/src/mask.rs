@@ -10,7 +10,10 @@ pub const ILLEGAL_LOGIT: f64 = -1e9;
 
 /// `logits` `[B, 1858]` with every move that is not legal (`legal` false or 0) set to `fill`.
 pub fn mask_logits(logits: &Tensor, legal: &Tensor, fill: f64) -> Tensor {
-    let illegal = legal.to_device(logits.device()).to_kind(Kind::Bool).logical_not();
+    let illegal = legal
+        .to_device(logits.device())
+        .to_kind(Kind::Bool)
+        .logical_not();
     logits.masked_fill(&illegal, fill)
 }
 
@@ -32,5 +35,8 @@ pub fn legal_mask_from_indices<I: AsRef<[usize]>>(legal: &[I], device: Device) -
             flat[b * POLICY_SIZE + m] = 1;
         }
     }
-    Tensor::from_slice(&flat).view([legal.len() as i64, POLICY_SIZE as i64]).to_kind(Kind::Bool).to_device(device)
+    Tensor::from_slice(&flat)
+        .view([legal.len() as i64, POLICY_SIZE as i64])
+        .to_kind(Kind::Bool)
+        .to_device(device)
 }

@@ -26,7 +26,9 @@ fn fast_shaw_attention_equals_the_slow_reference() {
     let q = Tensor::randn([b, h, 64, dh], opts);
     let k = Tensor::randn([b, h, 64, dh], opts);
     let v = Tensor::randn([b, h, 64, dh], opts);
-    let tables: Vec<Tensor> = (0..3).map(|_| Tensor::randn([h, shaw::BUCKETS as i64, dh], opts)).collect();
+    let tables: Vec<Tensor> = (0..3)
+        .map(|_| Tensor::randn([h, shaw::BUCKETS as i64, dh], opts))
+        .collect();
     let idx = bucket_index(Device::Cpu);
     let g: Vec<Tensor> = tables.iter().map(|t| gather(t, &idx)).collect();
     let fast = attend(&q, &k, &v, Some((&g[0], &g[1], &g[2])), None);
@@ -40,15 +42,24 @@ fn a_layer_of_the_model_uses_its_shaw_tables_like_the_reference() {
     tch::manual_seed(3);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let attn = &net.model.layers[0].attn;
-    let PositionTerm::Shaw { rq, rk, rv } = &attn.position else { panic!("micro uses Shaw") };
+    let PositionTerm::Shaw { rq, rk, rv } = &attn.position else {
+        panic!("micro uses Shaw")
+    };
     tch::no_grad(|| {
         for t in [rq, rk, rv] {
-            t.shallow_clone().copy_(&(Tensor::randn(t.size(), (Kind::Float, Device::Cpu)) * 0.5));
+            t.shallow_clone()
+                .copy_(&(Tensor::randn(t.size(), (Kind::Float, Device::Cpu)) * 0.5));
         }
         let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
         let (q, k, v) = attn.qkv(&x);
         let idx = bucket_index(Device::Cpu);
-        let fast = attend(&q, &k, &v, Some((&gather(rq, &idx), &gather(rk, &idx), &gather(rv, &idx))), None);
+        let fast = attend(
+            &q,
+            &k,
+            &v,
+            Some((&gather(rq, &idx), &gather(rk, &idx), &gather(rv, &idx))),
+            None,
+        );
         let slow = attend_reference(&q, &k, &v, (rq, rk, rv));
         assert!((fast - slow).abs().max().double_value(&[]) < 1e-5);
     });
@@ -76,9 +87,20 @@ fn policy_logits_are_the_gathered_attention_logits_with_lc0_promotions() {
         assert!((expect - got).abs() < 1e-5, "{expect} vs {got}");
         assert!((full.double_value(&[row, (49 * 64 + 56) as i64]) - base).abs() < 1e-5);
         // The 1858 policy is exactly the gather of the 4288 vector.
-        let policy = head.forward(&x, &Tensor::from_slice(&attention_gather().iter().map(|&i| i as i64).collect::<Vec<_>>()));
+        let policy = head.forward(
+            &x,
+            &Tensor::from_slice(
+                &attention_gather()
+                    .iter()
+                    .map(|&i| i as i64)
+                    .collect::<Vec<_>>(),
+            ),
+        );
         for (i, &g) in attention_gather().iter().enumerate().step_by(97) {
-            assert_eq!(policy.double_value(&[1, i as i64]), full.double_value(&[1, g as i64]));
+            assert_eq!(
+                policy.double_value(&[1, i as i64]),
+                full.double_value(&[1, g as i64])
+            );
         }
     });
 }
@@ -88,7 +110,11 @@ fn illegal_moves_never_get_probability() {
     tch::manual_seed(5);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let x = Tensor::rand([3, 64, 112], (Kind::Float, Device::Cpu));
-    let legal: Vec<Vec<usize>> = vec![vec![0, 5, 1857], vec![100], (0..POLICY_SIZE).step_by(3).collect()];
+    let legal: Vec<Vec<usize>> = vec![
+        vec![0, 5, 1857],
+        vec![100],
+        (0..POLICY_SIZE).step_by(3).collect(),
+    ];
     let mask = legal_mask_from_indices(&legal, Device::Cpu);
     let p = tch::no_grad(|| masked_softmax(&(net.forward(&x).policy * 1000.0), &mask));
     for (b, moves) in legal.iter().enumerate() {

@@ -3,7 +3,8 @@
 mod net_support;
 
 use cfzero_network::checkpoint::{
-    CheckpointError, load_net, load_optimizer, load_weights_into, read_net_config, save_net, save_optimizer,
+    CheckpointError, load_net, load_optimizer, load_weights_into, read_net_config, save_net,
+    save_optimizer,
 };
 use cfzero_network::optim::{NAdam, NAdamConfig};
 use cfzero_network::{LossWeights, Net, loss};
@@ -22,7 +23,16 @@ fn bits(net: &Net) -> Vec<(String, Vec<u32>)> {
         .vs
         .variables()
         .into_iter()
-        .map(|(n, t)| (n, Vec::<f32>::try_from(t.view([-1])).unwrap().iter().map(|x| x.to_bits()).collect()))
+        .map(|(n, t)| {
+            (
+                n,
+                Vec::<f32>::try_from(t.view([-1]))
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect(),
+            )
+        })
         .collect();
     v.sort();
     v
@@ -47,8 +57,16 @@ fn net_round_trip_is_bit_exact() {
         assert_eq!(bits(&other), bits(&net));
     }
     // No temporary files are left behind.
-    let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert!(names.iter().all(|n| n.to_string_lossy().ends_with(".safetensors")), "{names:?}");
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| n.to_string_lossy().ends_with(".safetensors")),
+        "{names:?}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -112,7 +130,9 @@ fn optimizer_state_round_trip_resumes_exactly() {
     let mut opt = NAdam::new(net.vs.trainable_variables(), NAdamConfig::default());
     let step = |opt: &mut NAdam, net: &Net| {
         opt.zero_grad();
-        loss(&net.forward(&batch.inputs), &batch, &LossWeights::default()).total.backward();
+        loss(&net.forward(&batch.inputs), &batch, &LossWeights::default())
+            .total
+            .backward();
         opt.step(1e-3);
     };
     step(&mut opt, &net);

@@ -12,8 +12,14 @@ fn check_shapes(net: &Net, b: i64) {
     let out = tch::no_grad(|| net.forward(&x));
     let h = &net.config.outputs;
     assert_eq!(out.policy.size(), [b, 1858]);
-    assert_eq!(out.soft_policy.as_ref().map(|t| t.size()), h.soft_policy.then(|| vec![b, 1858]));
-    assert_eq!(out.wdl.as_ref().map(|t| t.size()), h.winner.then(|| vec![b, 3]));
+    assert_eq!(
+        out.soft_policy.as_ref().map(|t| t.size()),
+        h.soft_policy.then(|| vec![b, 1858])
+    );
+    assert_eq!(
+        out.wdl.as_ref().map(|t| t.size()),
+        h.winner.then(|| vec![b, 3])
+    );
     for (head, on) in [(&out.q, h.q), (&out.st, h.st)] {
         assert_eq!(head.is_some(), on);
         if let Some(v) = head {
@@ -23,7 +29,10 @@ fn check_shapes(net: &Net, b: i64) {
             assert!(v.value.abs().max().double_value(&[]) <= 1.0);
         }
     }
-    assert_eq!(out.moves_left.as_ref().map(|t| t.size()), h.moves_left.then(|| vec![b]));
+    assert_eq!(
+        out.moves_left.as_ref().map(|t| t.size()),
+        h.moves_left.then(|| vec![b])
+    );
     assert_eq!(out.policy.isfinite().all().int64_value(&[]), 1);
 }
 
@@ -34,7 +43,11 @@ fn every_buildable_preset_has_the_documented_output_shapes() {
         let cfg = preset(name);
         let net = Net::new(&cfg, Device::Cpu).unwrap();
         check_shapes(&net, 3);
-        assert_eq!(net.parameter_count() as u64, parameter_count(&cfg), "{name}");
+        assert_eq!(
+            net.parameter_count() as u64,
+            parameter_count(&cfg),
+            "{name}"
+        );
         let per_module: usize = parameters_per_module(&net).iter().map(|(_, n)| n).sum();
         assert_eq!(per_module, net.parameter_count(), "{name}");
     }
@@ -43,7 +56,13 @@ fn every_buildable_preset_has_the_documented_output_shapes() {
 #[test]
 fn heads_can_be_turned_off() {
     let mut cfg = preset("micro");
-    cfg.outputs = HeadsConfig { soft_policy: false, winner: true, q: false, st: false, moves_left: false };
+    cfg.outputs = HeadsConfig {
+        soft_policy: false,
+        winner: true,
+        q: false,
+        st: false,
+        moves_left: false,
+    };
     let net = Net::new(&cfg, Device::Cpu).unwrap();
     check_shapes(&net, 2);
     assert_eq!(net.parameter_count() as u64, parameter_count(&cfg));
@@ -76,14 +95,20 @@ fn flops_of_micro_match_a_hand_count() {
     let policy = 64 * 16 * 16 + 2 * 64 * 16 * 16 + 64 * 64 * 16 + 8 * 16 * 4;
     let trunk = |c: u64, h: u64| 64 * 16 * c + 64 * c * h;
     let heads = trunk(8, 32) + 32 * 3 + 2 * (trunk(8, 32) + 32 * 34) + trunk(8, 32) + 32;
-    assert_eq!(flops_per_evaluation(&cfg), 2 * (embed + layer + 2 * policy + heads));
+    assert_eq!(
+        flops_per_evaluation(&cfg),
+        2 * (embed + layer + 2 * policy + heads)
+    );
 }
 
 #[test]
 fn invalid_configs_are_refused_with_a_message() {
     let text = "[network]\nlayers = 2\nd_model = 30\nheads = 4\ndff = 8\nd_pol = 8\n";
-    let err = cfzero_network::NetworkConfig::from_toml_file_text(text).unwrap_err().to_string();
+    let err = cfzero_network::NetworkConfig::from_toml_file_text(text)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("heads") && err.contains("d_model"), "{err}");
-    let other_tables = "[network]\nlayers = 1\nd_model = 8\nheads = 2\ndff = 8\nd_pol = 8\n[search]\nx = 1\n";
+    let other_tables =
+        "[network]\nlayers = 1\nd_model = 8\nheads = 2\ndff = 8\nd_pol = 8\n[search]\nx = 1\n";
     assert!(cfzero_network::NetworkConfig::from_toml_file_text(other_tables).is_ok());
 }

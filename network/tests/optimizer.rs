@@ -56,13 +56,26 @@ fn clipping_scales_the_global_norm_to_the_limit() {
 
 #[test]
 fn schedule_warms_up_linearly_then_decays_in_steps() {
-    let s = LrSchedule { peak: 0.2, warmup_steps: 4, decay_steps: vec![10, 20], decay_factor: 0.5 };
-    let lrs: Vec<f64> = [0, 1, 2, 3, 4, 9, 10, 19, 20, 1000].iter().map(|&t| s.lr(t)).collect();
+    let s = LrSchedule {
+        peak: 0.2,
+        warmup_steps: 4,
+        decay_steps: vec![10, 20],
+        decay_factor: 0.5,
+    };
+    let lrs: Vec<f64> = [0, 1, 2, 3, 4, 9, 10, 19, 20, 1000]
+        .iter()
+        .map(|&t| s.lr(t))
+        .collect();
     let expect = [0.05, 0.1, 0.15, 0.2, 0.2, 0.2, 0.1, 0.1, 0.05, 0.05];
     for (got, want) in lrs.iter().zip(expect) {
         assert!((got - want).abs() < 1e-15, "{lrs:?}");
     }
-    let none = LrSchedule { peak: 1.0, warmup_steps: 0, decay_steps: vec![], decay_factor: 0.1 };
+    let none = LrSchedule {
+        peak: 1.0,
+        warmup_steps: 0,
+        decay_steps: vec![],
+        decay_factor: 0.1,
+    };
     assert_eq!(none.lr(0), 1.0);
 }
 
@@ -74,7 +87,7 @@ fn swa_averages_snapshots_with_a_capped_count() {
     let set = |v: f64| tch::no_grad(|| gain.shallow_clone().fill_(v));
     let mut swa = Swa::new(2);
     for v in [1.0, 2.0, 4.0] {
-        set(v);
+        let _ = set(v);
         swa.update(&net.vs);
     }
     // n = 1: avg 1; n = 2: avg 1.5; then capped at 2: avg = 1.5 * 2/3 + 4/3 = 2.333...

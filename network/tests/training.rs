@@ -10,12 +10,23 @@ use tch::{Device, Kind, Tensor};
 
 #[test]
 fn two_hot_puts_mass_on_the_neighbouring_buckets() {
-    let t = two_hot(&Tensor::from_slice(&[-1.0f32, 1.0, 0.0, -1.0 + 2.0 / 31.0 * 2.5]));
+    let t = two_hot(&Tensor::from_slice(&[
+        -1.0f32,
+        1.0,
+        0.0,
+        -1.0 + 2.0 / 31.0 * 2.5,
+    ]));
     assert_eq!(t.double_value(&[0, 0]), 1.0);
     assert_eq!(t.double_value(&[1, 31]), 1.0);
     // 0 lies halfway between buckets 15 and 16.
-    assert!((t.double_value(&[2, 15]) - 0.5).abs() < 1e-6 && (t.double_value(&[2, 16]) - 0.5).abs() < 1e-6);
-    assert!((t.double_value(&[3, 2]) - 0.5).abs() < 1e-5 && (t.double_value(&[3, 3]) - 0.5).abs() < 1e-5);
+    assert!(
+        (t.double_value(&[2, 15]) - 0.5).abs() < 1e-6
+            && (t.double_value(&[2, 16]) - 0.5).abs() < 1e-6
+    );
+    assert!(
+        (t.double_value(&[3, 2]) - 0.5).abs() < 1e-5
+            && (t.double_value(&[3, 3]) - 0.5).abs() < 1e-5
+    );
     let sums = t.sum_dim_intlist(-1, false, Kind::Float);
     assert!((sums - 1.0).abs().max().double_value(&[]) < 1e-6);
 }
@@ -38,12 +49,25 @@ fn loss_terms_match_hand_computation_for_known_outputs() {
     let out = net.forward(&batch.inputs);
     let terms = loss(&out, &batch, &LossWeights::default());
     // Policy: -log softmax over the legal moves at the target move.
-    let masked = out.policy.masked_fill(&batch.legal.to_kind(Kind::Bool).logical_not(), f64::NEG_INFINITY);
+    let masked = out.policy.masked_fill(
+        &batch.legal.to_kind(Kind::Bool).logical_not(),
+        f64::NEG_INFINITY,
+    );
     let logp = masked.log_softmax(-1, Kind::Float);
-    let expect = -(logp.masked_fill(&batch.policy.eq(0.0), 0.0)).sum(Kind::Float).double_value(&[]) / 4.0;
-    assert!((terms.policy - expect).abs() < 1e-5, "{} vs {expect}", terms.policy);
+    let expect = -(logp.masked_fill(&batch.policy.eq(0.0), 0.0))
+        .sum(Kind::Float)
+        .double_value(&[])
+        / 4.0;
+    assert!(
+        (terms.policy - expect).abs() < 1e-5,
+        "{} vs {expect}",
+        terms.policy
+    );
     let q = out.q.as_ref().unwrap();
-    let se = (&q.value - &batch.q).square().mean(Kind::Float).double_value(&[]);
+    let se = (&q.value - &batch.q)
+        .square()
+        .mean(Kind::Float)
+        .double_value(&[]);
     assert!((terms.q - se).abs() < 1e-6);
     let w = LossWeights::default();
     let weighted: f64 = terms.policy * w.policy
@@ -72,7 +96,10 @@ fn gradients_reach_every_parameter() {
         for (var, t) in net.vs.variables() {
             let g = t.grad();
             assert!(g.defined(), "{name}: no gradient for {var}");
-            assert!(g.abs().sum(Kind::Double).double_value(&[]) > 0.0, "{name}: zero gradient for {var}");
+            assert!(
+                g.abs().sum(Kind::Double).double_value(&[]) > 0.0,
+                "{name}: zero gradient for {var}"
+            );
         }
     }
 }
@@ -83,7 +110,12 @@ fn micro_net_overfits_one_small_batch() {
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let batch = synthetic_batch(8, 24, 43);
     let mut opt = NAdam::new(net.vs.trainable_variables(), NAdamConfig::default());
-    let schedule = LrSchedule { peak: 1e-2, warmup_steps: 10, decay_steps: vec![], decay_factor: 0.1 };
+    let schedule = LrSchedule {
+        peak: 1e-2,
+        warmup_steps: 10,
+        decay_steps: vec![],
+        decay_factor: 0.1,
+    };
     let weights = LossWeights::default();
     let first = loss(&net.forward(&batch.inputs), &batch, &weights).total_value;
     let mut last = first;

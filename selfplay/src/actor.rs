@@ -76,6 +76,7 @@ pub struct ActorId {
 /// Plays `games` games with `evaluator`, up to `config.games_per_actor` at a time, and hands
 /// each finished game to `on_game` as soon as it ends. Stops early (dropping unfinished
 /// games) when `stop` is set. `openings` are FENs; empty means the standard start position.
+#[allow(clippy::too_many_arguments)]
 pub fn play_games<E: Evaluator<ChessState>>(
     config: &SelfplayConfig,
     search: &SearchConfig,
@@ -113,7 +114,11 @@ pub fn play_games<E: Evaluator<ChessState>>(
         for _ in 0..roots.len() {
             let is_full = rng.random::<f32>() < config.full_search_fraction;
             full.push(is_full);
-            budgets.push(if is_full { config.simulations } else { config.cheap_simulations });
+            budgets.push(if is_full {
+                config.simulations
+            } else {
+                config.cheap_simulations
+            });
         }
         let results = driver.run(&roots, &budgets, evaluator, &mut rng)?;
 
@@ -122,7 +127,9 @@ pub fn play_games<E: Evaluator<ChessState>>(
             stats.simulations += u64::from(res.simulations);
             stats.positions += 1;
             stats.training_positions += u64::from(full[i]);
-            if let Some(end) = step_game(config, &mut roots[i], &mut slots[i], res, full[i], &mut rng) {
+            if let Some(end) =
+                step_game(config, &mut roots[i], &mut slots[i], res, full[i], &mut rng)
+            {
                 done.push((i, end));
             }
         }
@@ -130,7 +137,15 @@ pub fn play_games<E: Evaluator<ChessState>>(
         for &(i, (result, termination)) in done.iter().rev() {
             let state = roots.swap_remove(i);
             let slot = slots.swap_remove(i);
-            let game = finish(slot, &state, result, termination, id.generation, &mut root_qs, &mut st);
+            let game = finish(
+                slot,
+                &state,
+                result,
+                termination,
+                id.generation,
+                &mut root_qs,
+                &mut st,
+            );
             stats.games += 1;
             on_game(game, &stats);
         }
@@ -148,16 +163,22 @@ fn new_game(
     } else {
         let index = rng.random_range(0..openings.len());
         let fen = &openings[index];
-        let state = ChessState::from_fen(fen, HistoryFill::No).map_err(|e| SelfplayError::BadOpening {
-            index,
-            fen: fen.clone(),
-            reason: e.to_string(),
-        })?;
+        let state =
+            ChessState::from_fen(fen, HistoryFill::No).map_err(|e| SelfplayError::BadOpening {
+                index,
+                fen: fen.clone(),
+                reason: e.to_string(),
+            })?;
         (state, Some(fen.clone()))
     };
     state.set_max_plies(config.max_plies);
     let playthrough = rng.random::<f32>() < config.resign_playthrough;
-    let slot = Slot { start_fen, positions: Vec::with_capacity(128), playthrough, would_resign: None };
+    let slot = Slot {
+        start_fen,
+        positions: Vec::with_capacity(128),
+        playthrough,
+        would_resign: None,
+    };
     Ok((state, slot))
 }
 
@@ -174,13 +195,23 @@ fn step_game(
     let played = if state.ply() < config.temperature_plies {
         sample_move(&res.policy, config.temperature, rng)
     } else {
-        res.moves.iter().position(|&m| m == res.best_move).expect("the best move is a root move")
+        res.moves
+            .iter()
+            .position(|&m| m == res.best_move)
+            .expect("the best move is a root move")
     };
     let mv = res.moves[played];
     let played_q = res.q.get(played).copied().unwrap_or(res.value);
     slot.positions.push(PositionRecord {
         played: u8::try_from(played).expect("at most 218 legal moves"),
-        policy: if full { res.policy.iter().map(|&p| quantize_probability(p)).collect() } else { Vec::new() },
+        policy: if full {
+            res.policy
+                .iter()
+                .map(|&p| quantize_probability(p))
+                .collect()
+        } else {
+            Vec::new()
+        },
         network_q: res.network_value,
         root_q: res.value,
         root_d: res.wdl[1],
@@ -214,14 +245,22 @@ fn step_game(
 /// Index of a move drawn from `policy` at `temperature` (0 = the most likely one).
 fn sample_move(policy: &[f32], temperature: f32, rng: &mut impl Rng) -> usize {
     let argmax = || {
-        (0..policy.len()).max_by(|&a, &b| policy[a].total_cmp(&policy[b])).expect("a root has legal moves")
+        (0..policy.len())
+            .max_by(|&a, &b| policy[a].total_cmp(&policy[b]))
+            .expect("a root has legal moves")
     };
     if temperature <= 0.0 {
         return argmax();
     }
-    let weight = |p: f32| if temperature == 1.0 { p } else { p.max(0.0).powf(1.0 / temperature) };
+    let weight = |p: f32| {
+        if temperature == 1.0 {
+            p
+        } else {
+            p.max(0.0).powf(1.0 / temperature)
+        }
+    };
     let total: f32 = policy.iter().map(|&p| weight(p)).sum();
-    if !(total > 0.0) {
+    if total.is_nan() || total <= 0.0 {
         return argmax();
     }
     let mut x = rng.random::<f32>() * total;
@@ -257,13 +296,24 @@ fn finish(
 ) -> FinishedGame {
     root_qs.clear();
     root_qs.extend(slot.positions.iter().map(|p| p.root_q));
-    short_term_targets(root_qs, result.value_for(final_state.turn()), SHORT_TERM_THETA, st);
+    short_term_targets(
+        root_qs,
+        result.value_for(final_state.turn()),
+        SHORT_TERM_THETA,
+        st,
+    );
     for (p, &v) in slot.positions.iter_mut().zip(st.iter()) {
         p.st = v;
     }
     let resign_false_positive = slot.would_resign.map(|side| result.value_for(side) >= 0.0);
     FinishedGame {
-        record: GameRecord { start_fen: slot.start_fen, result, termination, generation, positions: slot.positions },
+        record: GameRecord {
+            start_fen: slot.start_fen,
+            result,
+            termination,
+            generation,
+            positions: slot.positions,
+        },
         resign_false_positive,
     }
 }

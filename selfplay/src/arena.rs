@@ -16,8 +16,12 @@ pub trait Player {
     /// A short name for logs and PGN.
     fn name(&self) -> String;
     /// Appends to `out` one legal move for each of `states` (none of them finished).
-    fn pick(&mut self, states: &[ChessState], rng: &mut dyn rand::RngCore, out: &mut Vec<Move>)
-    -> Result<(), SearchError>;
+    fn pick(
+        &mut self,
+        states: &[ChessState],
+        rng: &mut dyn rand::RngCore,
+        out: &mut Vec<Move>,
+    ) -> Result<(), SearchError>;
 }
 
 /// Plays uniformly random legal moves.
@@ -31,7 +35,12 @@ impl Player for RandomPlayer {
         "random".into()
     }
 
-    fn pick(&mut self, states: &[ChessState], rng: &mut dyn rand::RngCore, out: &mut Vec<Move>) -> Result<(), SearchError> {
+    fn pick(
+        &mut self,
+        states: &[ChessState],
+        rng: &mut dyn rand::RngCore,
+        out: &mut Vec<Move>,
+    ) -> Result<(), SearchError> {
         for s in states {
             s.legal_moves(&mut self.legal);
             out.push(self.legal[rng.random_range(0..self.legal.len())]);
@@ -52,8 +61,19 @@ pub struct SearchPlayer<'e, E> {
 
 impl<'e, E: Evaluator<ChessState>> SearchPlayer<'e, E> {
     /// A player named `name` searching with `config` and `simulations` per move.
-    pub fn new(name: impl Into<String>, evaluator: &'e E, config: SearchConfig, simulations: u32) -> Self {
-        SearchPlayer { name: name.into(), evaluator, driver: Driver::new(config, 1 << 16), budgets: Vec::new(), simulations }
+    pub fn new(
+        name: impl Into<String>,
+        evaluator: &'e E,
+        config: SearchConfig,
+        simulations: u32,
+    ) -> Self {
+        SearchPlayer {
+            name: name.into(),
+            evaluator,
+            driver: Driver::new(config, 1 << 16),
+            budgets: Vec::new(),
+            simulations,
+        }
     }
 }
 
@@ -62,10 +82,17 @@ impl<E: Evaluator<ChessState>> Player for SearchPlayer<'_, E> {
         self.name.clone()
     }
 
-    fn pick(&mut self, states: &[ChessState], mut rng: &mut dyn rand::RngCore, out: &mut Vec<Move>) -> Result<(), SearchError> {
+    fn pick(
+        &mut self,
+        states: &[ChessState],
+        mut rng: &mut dyn rand::RngCore,
+        out: &mut Vec<Move>,
+    ) -> Result<(), SearchError> {
         self.budgets.clear();
         self.budgets.resize(states.len(), self.simulations);
-        let results = self.driver.run(states, &self.budgets, self.evaluator, &mut rng)?;
+        let results = self
+            .driver
+            .run(states, &self.budgets, self.evaluator, &mut rng)?;
         out.extend(results.iter().map(|r| r.best_move));
         Ok(())
     }
@@ -91,7 +118,11 @@ impl MatchScore {
     /// A's score in [0, 1] (draws count half); 0.5 for no games.
     pub fn score(&self) -> f64 {
         let g = self.games();
-        if g == 0 { 0.5 } else { (f64::from(self.wins) + 0.5 * f64::from(self.draws)) / f64::from(g) }
+        if g == 0 {
+            0.5
+        } else {
+            (f64::from(self.wins) + 0.5 * f64::from(self.draws)) / f64::from(g)
+        }
     }
 }
 
@@ -120,14 +151,21 @@ pub fn play_match(
     max_plies: u32,
     rng: &mut dyn rand::RngCore,
 ) -> Result<(MatchScore, Vec<ArenaGame>), SearchError> {
-    let starts: Vec<Option<&String>> = if openings.is_empty() { vec![None] } else { openings.iter().map(Some).collect() };
+    let starts: Vec<Option<&String>> = if openings.is_empty() {
+        vec![None]
+    } else {
+        openings.iter().map(Some).collect()
+    };
     let mut games: Vec<(ChessState, ArenaGame)> = Vec::new();
     for fen in starts {
         for a_is_white in [true, false] {
             let mut state = match fen {
                 None => ChessState::new(),
-                Some(f) => ChessState::from_fen(f, HistoryFill::No)
-                    .map_err(|e| SearchError::Eval(cfzero_mcts::EvalError::Failed(format!("opening {f:?}: {e}"))))?,
+                Some(f) => ChessState::from_fen(f, HistoryFill::No).map_err(|e| {
+                    SearchError::Eval(cfzero_mcts::EvalError::Failed(format!(
+                        "opening {f:?}: {e}"
+                    )))
+                })?,
             };
             state.set_max_plies(max_plies);
             let game = ArenaGame {
@@ -147,7 +185,11 @@ pub fn play_match(
     // Openings that are already over count as played.
     games.retain(|(s, g)| match s.terminal_reason() {
         Some(reason) => {
-            done.push(ArenaGame { reason, result: result_of(s, reason), ..g.clone() });
+            done.push(ArenaGame {
+                reason,
+                result: result_of(s, reason),
+                ..g.clone()
+            });
             false
         }
         None => true,
@@ -177,7 +219,11 @@ pub fn play_match(
             while i < games.len() {
                 if let Some(reason) = games[i].0.terminal_reason() {
                     let (state, game) = games.swap_remove(i);
-                    done.push(ArenaGame { reason, result: result_of(&state, reason), ..game });
+                    done.push(ArenaGame {
+                        reason,
+                        result: result_of(&state, reason),
+                        ..game
+                    });
                 } else {
                     i += 1;
                 }
@@ -186,7 +232,11 @@ pub fn play_match(
     }
     let mut score = MatchScore::default();
     for g in &done {
-        let a_color = if g.a_is_white { Color::White } else { Color::Black };
+        let a_color = if g.a_is_white {
+            Color::White
+        } else {
+            Color::Black
+        };
         match g.result.value_for(a_color) {
             v if v > 0.0 => score.wins += 1,
             v if v < 0.0 => score.losses += 1,

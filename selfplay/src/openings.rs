@@ -41,7 +41,11 @@ pub fn fen_of_line(line: &str) -> String {
         && fields[4].parse::<u32>().is_ok()
         && fields[5].trim_end_matches(';').parse::<u32>().is_ok();
     if counters {
-        format!("{} {}", fields[..5].join(" "), fields[5].trim_end_matches(';'))
+        format!(
+            "{} {}",
+            fields[..5].join(" "),
+            fields[5].trim_end_matches(';')
+        )
     } else {
         format!("{} 0 1", fields[..fields.len().min(4)].join(" "))
     }
@@ -51,7 +55,10 @@ pub fn fen_of_line(line: &str) -> String {
 /// Every position is checked, and the first bad one is an error naming its line.
 pub fn read_openings(path: &Path) -> Result<Vec<String>, OpeningError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| OpeningError::Io { path: name.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| OpeningError::Io {
+        path: name.clone(),
+        source,
+    })?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();

@@ -145,7 +145,8 @@ pub fn encode_records(games: &[GameRecord]) -> Vec<u8> {
     for g in games {
         encode_game(g, &mut payload);
     }
-    let compressed = zstd::bulk::compress(&payload, ZSTD_LEVEL).expect("zstd compresses any byte slice");
+    let compressed =
+        zstd::bulk::compress(&payload, ZSTD_LEVEL).expect("zstd compresses any byte slice");
     let mut out = Vec::with_capacity(HEADER_LEN + compressed.len());
     out.extend_from_slice(&RECORD_MAGIC);
     out.push(RECORD_VERSION);
@@ -176,19 +177,26 @@ impl<'a> Cursor<'a> {
         Ok(self.take(1)?[0])
     }
     fn u16(&mut self) -> Result<u16, String> {
-        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")))
+        Ok(u16::from_le_bytes(
+            self.take(2)?.try_into().expect("2 bytes"),
+        ))
     }
     fn i16(&mut self) -> Result<i16, String> {
-        Ok(i16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")))
+        Ok(i16::from_le_bytes(
+            self.take(2)?.try_into().expect("2 bytes"),
+        ))
     }
     fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
     }
 }
 
 fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, String> {
     let fen_len = usize::from(c.u16()?);
-    let fen = std::str::from_utf8(c.take(fen_len)?).map_err(|_| "start FEN is not UTF-8".to_string())?;
+    let fen =
+        std::str::from_utf8(c.take(fen_len)?).map_err(|_| "start FEN is not UTF-8".to_string())?;
     let start_fen = (!fen.is_empty()).then(|| fen.to_string());
     let result = GameResult::from_byte(c.u8()?).ok_or("unknown game result")?;
     let termination = Termination::from_byte(c.u8()?).ok_or("unknown termination")?;
@@ -211,40 +219,78 @@ fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, String> {
         let best_q = dq16(c.i16()?);
         let played_q = dq16(c.i16()?);
         let st = dq16(c.i16()?);
-        positions.push(PositionRecord { played, policy, network_q, root_q, root_d, best_q, played_q, st });
+        positions.push(PositionRecord {
+            played,
+            policy,
+            network_q,
+            root_q,
+            root_d,
+            best_q,
+            played_q,
+            st,
+        });
     }
-    Ok(GameRecord { start_fen, result, termination, generation, positions })
+    Ok(GameRecord {
+        start_fen,
+        result,
+        termination,
+        generation,
+        positions,
+    })
 }
 
 /// Parses the bytes of a record file; `path` only names the file in errors.
 pub fn decode_records(bytes: &[u8], path: &Path) -> Result<Vec<GameRecord>, RecordError> {
-    let corrupt = |reason: String| RecordError::Corrupt { path: path.to_path_buf(), reason };
+    let corrupt = |reason: String| RecordError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
     if bytes.len() < HEADER_LEN {
-        return Err(corrupt(format!("{} bytes, shorter than the header", bytes.len())));
+        return Err(corrupt(format!(
+            "{} bytes, shorter than the header",
+            bytes.len()
+        )));
     }
     if bytes[..4] != RECORD_MAGIC {
         return Err(corrupt("bad magic".into()));
     }
     if bytes[4] != RECORD_VERSION {
-        return Err(corrupt(format!("version {} (this build reads {RECORD_VERSION})", bytes[4])));
+        return Err(corrupt(format!(
+            "version {} (this build reads {RECORD_VERSION})",
+            bytes[4]
+        )));
     }
-    let word = |i: usize| u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes")) as usize;
+    let word = |i: usize| {
+        u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes")) as usize
+    };
     let (games, payload_len, comp_len, crc) = (word(0), word(1), word(2), word(3) as u32);
     let body = &bytes[HEADER_LEN..];
     if body.len() != comp_len {
-        return Err(corrupt(format!("{} compressed bytes, header says {comp_len} (torn write?)", body.len())));
+        return Err(corrupt(format!(
+            "{} compressed bytes, header says {comp_len} (torn write?)",
+            body.len()
+        )));
     }
     if crc32fast::hash(body) != crc {
         return Err(corrupt("checksum mismatch".into()));
     }
     if payload_len > MAX_PAYLOAD {
-        return Err(corrupt(format!("payload length {payload_len} is implausible")));
+        return Err(corrupt(format!(
+            "payload length {payload_len} is implausible"
+        )));
     }
-    let payload = zstd::bulk::decompress(body, payload_len).map_err(|e| corrupt(format!("zstd: {e}")))?;
+    let payload =
+        zstd::bulk::decompress(body, payload_len).map_err(|e| corrupt(format!("zstd: {e}")))?;
     if payload.len() != payload_len {
-        return Err(corrupt(format!("payload is {} bytes, header says {payload_len}", payload.len())));
+        return Err(corrupt(format!(
+            "payload is {} bytes, header says {payload_len}",
+            payload.len()
+        )));
     }
-    let mut c = Cursor { bytes: &payload, at: 0 };
+    let mut c = Cursor {
+        bytes: &payload,
+        at: 0,
+    };
     let mut out = Vec::with_capacity(games.min(payload_len));
     for i in 0..games {
         out.push(decode_game(&mut c).map_err(|e| corrupt(format!("game {i}: {e}")))?);
@@ -259,7 +305,10 @@ pub fn decode_records(bytes: &[u8], path: &Path) -> Result<Vec<GameRecord>, Reco
 /// then renamed over `path`, so readers see the whole file or none of it.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     {
         let mut f = fs::File::create(&tmp)?;
@@ -271,12 +320,17 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Writes games to a record file at `path`, atomically.
 pub fn write_records(path: &Path, games: &[GameRecord]) -> Result<(), RecordError> {
-    write_atomically(path, &encode_records(games))
-        .map_err(|source| RecordError::Io { path: path.to_path_buf(), source })
+    write_atomically(path, &encode_records(games)).map_err(|source| RecordError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Reads all games of a record file.
 pub fn read_records(path: &Path) -> Result<Vec<GameRecord>, RecordError> {
-    let bytes = fs::read(path).map_err(|source| RecordError::Io { path: path.to_path_buf(), source })?;
+    let bytes = fs::read(path).map_err(|source| RecordError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     decode_records(&bytes, path)
 }

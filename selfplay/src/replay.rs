@@ -33,8 +33,10 @@ pub enum ReplayError {
 pub fn start_state(game: &GameRecord) -> Result<ChessState, ReplayError> {
     match &game.start_fen {
         None => Ok(ChessState::new()),
-        Some(fen) => ChessState::from_fen(fen, HistoryFill::No)
-            .map_err(|e| ReplayError::BadFen { fen: fen.clone(), reason: e.to_string() }),
+        Some(fen) => ChessState::from_fen(fen, HistoryFill::No).map_err(|e| ReplayError::BadFen {
+            fen: fen.clone(),
+            reason: e.to_string(),
+        }),
     }
 }
 
@@ -49,7 +51,11 @@ pub fn replay(
     for (ply, pos) in game.positions.iter().enumerate() {
         state.legal_moves(&mut legal);
         let index = usize::from(pos.played);
-        let mv = *legal.get(index).ok_or(ReplayError::BadMove { ply, index, legal: legal.len() })?;
+        let mv = *legal.get(index).ok_or(ReplayError::BadMove {
+            ply,
+            index,
+            legal: legal.len(),
+        })?;
         visit(ply, &state, &legal, mv);
         state.play(mv);
     }

@@ -45,7 +45,9 @@ impl GameResult {
     }
 
     pub(crate) fn from_byte(b: u8) -> Option<GameResult> {
-        [GameResult::WhiteWin, GameResult::Draw, GameResult::BlackWin].get(usize::from(b)).copied()
+        [GameResult::WhiteWin, GameResult::Draw, GameResult::BlackWin]
+            .get(usize::from(b))
+            .copied()
     }
 }
 

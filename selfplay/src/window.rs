@@ -41,7 +41,11 @@ impl WindowConfig {
     pub fn size_after(&self, seen: usize) -> usize {
         let c = self.min_positions.max(1) as f64;
         let n = seen as f64;
-        let size = if n <= c { n } else { c * (1.0 + self.beta * ((n / c).powf(self.alpha) - 1.0) / self.alpha) };
+        let size = if n <= c {
+            n
+        } else {
+            c * (1.0 + self.beta * ((n / c).powf(self.alpha) - 1.0) / self.alpha)
+        };
         (size.floor() as usize).min(self.max_positions)
     }
 }
@@ -148,7 +152,13 @@ impl ReplayWindow {
         let mut k = rng.random_range(0..self.in_window);
         for (game, &n) in self.games.iter().zip(&self.trainable) {
             if k < n {
-                let ply = game.positions.iter().enumerate().filter(|(_, p)| p.is_trainable()).nth(k)?.0;
+                let ply = game
+                    .positions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.is_trainable())
+                    .nth(k)?
+                    .0;
                 return Some((game.clone(), ply));
             }
             k -= n;

@@ -6,7 +6,11 @@ use cfzero_selfplay::{GameRecord, GameResult, PositionRecord, RecordError, Termi
 use std::path::Path;
 
 fn position(played: u8, legal: usize, trainable: bool, q: f32) -> PositionRecord {
-    let policy = if trainable { (0..legal).map(|i| (i * 1000) as u16).collect() } else { Vec::new() };
+    let policy = if trainable {
+        (0..legal).map(|i| (i * 1000) as u16).collect()
+    } else {
+        Vec::new()
+    };
     // Values are multiples of 1/32767 so that quantisation round-trips exactly.
     let v = |x: f32| (x * 32767.0).round() / 32767.0;
     PositionRecord {
@@ -28,7 +32,11 @@ fn sample_games() -> Vec<GameRecord> {
             result: GameResult::WhiteWin,
             termination: Termination::Checkmate,
             generation: 7,
-            positions: vec![position(3, 20, true, 0.1), position(0, 20, false, -0.3), position(19, 30, true, 1.0)],
+            positions: vec![
+                position(3, 20, true, 0.1),
+                position(0, 20, false, -0.3),
+                position(19, 30, true, 1.0),
+            ],
         },
         GameRecord {
             start_fen: Some("8/8/8/4k3/8/8/4K3/4Q3 w - - 0 1".into()),
@@ -56,7 +64,10 @@ fn every_truncation_is_detected() {
     let bytes = encode_records(&sample_games());
     for len in 0..bytes.len() {
         let err = decode_records(&bytes[..len], Path::new("x.cfzg")).unwrap_err();
-        assert!(matches!(err, RecordError::Corrupt { .. }), "truncated to {len}: {err}");
+        assert!(
+            matches!(err, RecordError::Corrupt { .. }),
+            "truncated to {len}: {err}"
+        );
     }
 }
 
@@ -70,14 +81,21 @@ fn every_flipped_byte_is_detected() {
         if (5..8).contains(&i) {
             continue;
         }
-        assert!(decode_records(&b, Path::new("x.cfzg")).is_err(), "flip at byte {i} went unnoticed");
+        assert!(
+            decode_records(&b, Path::new("x.cfzg")).is_err(),
+            "flip at byte {i} went unnoticed"
+        );
     }
 }
 
 #[test]
 fn error_names_the_file() {
     let err = decode_records(b"CFZG", Path::new("runs/a/games/b.cfzg")).unwrap_err();
-    assert!(err.to_string().starts_with("runs/a/games/b.cfzg: corrupt record file"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("runs/a/games/b.cfzg: corrupt record file"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -85,10 +103,16 @@ fn short_term_targets_match_hand_computation() {
     let mut out = Vec::new();
     // theta = 1/2: st[1] = 0.5 * -0.2 - 0.5 * -1 = 0.4; st[0] = 0.5 * 0.5 - 0.5 * 0.4 = 0.05.
     short_term_targets(&[0.5, -0.2], -1.0, 0.5, &mut out);
-    assert!((out[1] - 0.4).abs() < 1e-6 && (out[0] - 0.05).abs() < 1e-6, "{out:?}");
+    assert!(
+        (out[1] - 0.4).abs() < 1e-6 && (out[0] - 0.05).abs() < 1e-6,
+        "{out:?}"
+    );
     // theta = 5/6: st[1] = -0.2/6 + 5/6 = 0.8; st[0] = 0.5/6 - (5/6) * 0.8 = -0.583333.
     short_term_targets(&[0.5, -0.2], -1.0, SHORT_TERM_THETA, &mut out);
-    assert!((out[1] - 0.8).abs() < 1e-6 && (out[0] + 0.583_333).abs() < 1e-5, "{out:?}");
+    assert!(
+        (out[1] - 0.8).abs() < 1e-6 && (out[0] + 0.583_333).abs() < 1e-5,
+        "{out:?}"
+    );
     short_term_targets(&[], 1.0, SHORT_TERM_THETA, &mut out);
     assert!(out.is_empty());
 }

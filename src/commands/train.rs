@@ -14,8 +14,8 @@ use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::ReplayWindow;
 use cfzero_trainer::{EventWriter, Learner};
 use clap::Args;
-use rand::seq::SliceRandom;
 use rand::SeedableRng;
+use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use crate::config::Config;
@@ -64,7 +64,10 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let frozen = dir.config();
     if frozen.exists() {
         if !args.resume {
-            user_bail!("run directory {} already holds a run: pass --resume to continue it", dir.root().display());
+            user_bail!(
+                "run directory {} already holds a run: pass --resume to continue it",
+                dir.root().display()
+            );
         }
         let old = Config::load(&frozen)?;
         if old != config && !args.force {
@@ -99,7 +102,9 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         let stop = stop.clone();
         let _ = ctrlc::set_handler(move || {
             if stop.swap(true, Ordering::SeqCst) {
-                eprintln!("\nsecond Ctrl-C: exiting now (the run resumes from the last published net)");
+                eprintln!(
+                    "\nsecond Ctrl-C: exiting now (the run resumes from the last published net)"
+                );
                 std::process::exit(130);
             }
             eprintln!("\nCtrl-C: finishing cleanly; press again to exit at once");
@@ -125,14 +130,21 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let first_net = dir.net(0);
     let net = load_net(&dir.net(generation), device)?;
     if net.config != config.network {
-        user_bail!("the run's nets do not have the shape of [network] in {}", args.config.display());
+        user_bail!(
+            "the run's nets do not have the shape of [network] in {}",
+            args.config.display()
+        );
     }
     let mut learner = Learner::new(net, config.train.clone());
     let (weights, optim) = dir.trainer_state(generation);
     if weights.exists() && optim.exists() {
-        learner.load_state(&weights, &optim).context("loading the trainer state")?;
+        learner
+            .load_state(&weights, &optim)
+            .context("loading the trainer state")?;
     } else if generation > 0 {
-        eprintln!("note: no trainer state for generation {generation}; training continues from the published net with a fresh optimizer");
+        eprintln!(
+            "note: no trainer state for generation {generation}; training continues from the published net with a fresh optimizer"
+        );
     }
 
     let window = Arc::new(RwLock::new(ReplayWindow::new(config.window.clone())));
@@ -143,7 +155,10 @@ pub fn run(args: &TrainArgs) -> Result<()> {
             eprintln!("warning: skipping {}", s.error);
         }
         if games > 0 {
-            eprintln!("resume: {games} games, {} positions in the replay window", w.positions());
+            eprintln!(
+                "resume: {games} games, {} positions in the replay window",
+                w.positions()
+            );
         }
     }
     let mut tb = EventWriter::create(&dir.tensorboard())?;
@@ -160,7 +175,10 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         {
             break;
         }
-        if args.minutes.is_some_and(|m| started.elapsed().as_secs_f64() >= m * 60.0) {
+        if args
+            .minutes
+            .is_some_and(|m| started.elapsed().as_secs_f64() >= m * 60.0)
+        {
             break;
         }
         if stop.load(Ordering::Relaxed) {
@@ -174,7 +192,15 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         let have = count_records(&games_dir);
         let todo = config.run.games_per_generation.saturating_sub(have);
         let net = load_net(&dir.net(generation), device)?;
-        let sp = selfplay_phase::play(&config, net, &games_dir, next, todo, &selfplay_openings, &stop)?;
+        let sp = selfplay_phase::play(
+            &config,
+            net,
+            &games_dir,
+            next,
+            todo,
+            &selfplay_openings,
+            &stop,
+        )?;
         if stop.load(Ordering::Relaxed) {
             break;
         }
@@ -191,7 +217,14 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         }
 
         // 3. Train.
-        let lp = learn_phase::train(&config, &mut learner, &window, config.run.steps_per_generation, &mut tb, &stop)?;
+        let lp = learn_phase::train(
+            &config,
+            &mut learner,
+            &window,
+            config.run.steps_per_generation,
+            &mut tb,
+            &stop,
+        )?;
         if stop.load(Ordering::Relaxed) {
             break;
         }
@@ -208,7 +241,13 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         if config.run.eval_every > 0 && generation % config.run.eval_every == 0 {
             let candidate = load_net(&dir.net(generation), device)?;
             let first = load_net(&first_net, device)?;
-            let e = evaluate::evaluate(&config, candidate, first, &eval_openings, config.run.seed ^ u64::from(generation))?;
+            let e = evaluate::evaluate(
+                &config,
+                candidate,
+                first,
+                &eval_openings,
+                config.run.seed ^ u64::from(generation),
+            )?;
             let step = learner.steps();
             tb.scalar("eval/score_vs_gen0", step, e.vs_first.score())?;
             tb.scalar("eval/score_vs_random", step, e.vs_random.score())?;
@@ -225,7 +264,10 @@ pub fn run(args: &TrainArgs) -> Result<()> {
                 e.vs_random.losses
             );
         }
-        let positions = window.read().expect("the window lock is never poisoned").positions();
+        let positions = window
+            .read()
+            .expect("the window lock is never poisoned")
+            .positions();
         let line = format!(
             "gen {generation:4} | {:.0}s | selfplay {} games, {:.1} plies, {:.0} pos/s, batch {:.1}, W/D/L {}/{}/{} | window {} | train {} steps, loss {:.3}, acc {:.2}, {:.0} samples/s{eval_text}",
             gen_start.elapsed().as_secs_f64(),
@@ -245,7 +287,10 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         println!("{line}");
         append_log(&dir, &line)?;
     }
-    eprintln!("run {}: stopped at generation {generation} (resume with --resume)", dir.root().display());
+    eprintln!(
+        "run {}: stopped at generation {generation} (resume with --resume)",
+        dir.root().display()
+    );
     Ok(())
 }
 
@@ -253,13 +298,21 @@ fn count_records(dir: &std::path::Path) -> usize {
     std::fs::read_dir(dir)
         .map(|it| {
             it.filter_map(|e| e.ok())
-                .filter(|e| e.path().extension().is_some_and(|x| x == cfzero_selfplay::record::RECORD_EXTENSION))
+                .filter(|e| {
+                    e.path()
+                        .extension()
+                        .is_some_and(|x| x == cfzero_selfplay::record::RECORD_EXTENSION)
+                })
                 .count()
         })
         .unwrap_or(0)
 }
 
-fn log_selfplay(tb: &mut EventWriter, generation: u32, sp: &selfplay_phase::SelfplaySummary) -> Result<()> {
+fn log_selfplay(
+    tb: &mut EventWriter,
+    generation: u32,
+    sp: &selfplay_phase::SelfplaySummary,
+) -> Result<()> {
     let g = u64::from(generation);
     let secs = sp.seconds.max(1e-9);
     tb.scalar("selfplay/games", g, sp.games as f64)?;
@@ -267,22 +320,41 @@ fn log_selfplay(tb: &mut EventWriter, generation: u32, sp: &selfplay_phase::Self
     tb.scalar("selfplay/white_wins", g, sp.results[0] as f64)?;
     tb.scalar("selfplay/draws", g, sp.results[1] as f64)?;
     tb.scalar("selfplay/black_wins", g, sp.results[2] as f64)?;
-    tb.scalar("selfplay/positions_per_second", g, sp.positions as f64 / secs)?;
+    tb.scalar(
+        "selfplay/positions_per_second",
+        g,
+        sp.positions as f64 / secs,
+    )?;
     tb.scalar("selfplay/nodes_per_second", g, sp.simulations as f64 / secs)?;
     tb.scalar("selfplay/avg_batch", g, sp.inference.average_batch())?;
-    tb.scalar("selfplay/inference_busy", g, sp.inference.busy_seconds / secs)?;
+    tb.scalar(
+        "selfplay/inference_busy",
+        g,
+        sp.inference.busy_seconds / secs,
+    )?;
     if sp.positions > 0 {
-        tb.scalar("selfplay/bytes_per_position", g, sp.record_bytes as f64 / sp.positions as f64)?;
+        tb.scalar(
+            "selfplay/bytes_per_position",
+            g,
+            sp.record_bytes as f64 / sp.positions as f64,
+        )?;
     }
     if sp.resign_checked > 0 {
-        tb.scalar("selfplay/resign_false_positive_rate", g, sp.resign_false_positives as f64 / sp.resign_checked as f64)?;
+        tb.scalar(
+            "selfplay/resign_false_positive_rate",
+            g,
+            sp.resign_false_positives as f64 / sp.resign_checked as f64,
+        )?;
     }
     tb.flush()?;
     Ok(())
 }
 
 fn append_log(dir: &RunDir, line: &str) -> Result<()> {
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(dir.log())?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.log())?;
     writeln!(f, "{line}")?;
     Ok(())
 }

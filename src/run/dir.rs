@@ -48,7 +48,9 @@ impl RunDir {
 
     /// Published net of generation `g`.
     pub fn net(&self, g: u32) -> PathBuf {
-        self.root.join("nets").join(format!("gen-{g:04}.safetensors"))
+        self.root
+            .join("nets")
+            .join(format!("gen-{g:04}.safetensors"))
     }
 
     /// Game records of generation `g`.
@@ -69,7 +71,10 @@ impl RunDir {
     /// Trainer weights and optimizer state after generation `g`.
     pub fn trainer_state(&self, g: u32) -> (PathBuf, PathBuf) {
         let base = self.root.join("state");
-        (base.join(format!("trainer-gen-{g:04}.safetensors")), base.join(format!("trainer-gen-{g:04}.optim")))
+        (
+            base.join(format!("trainer-gen-{g:04}.safetensors")),
+            base.join(format!("trainer-gen-{g:04}.optim")),
+        )
     }
 
     /// TensorBoard log directory.
@@ -93,7 +98,10 @@ impl RunDir {
         };
         for entry in entries {
             let name = entry?.file_name().to_string_lossy().into_owned();
-            if let Some(g) = name.strip_prefix("gen-").and_then(|r| r.strip_suffix(".safetensors")) {
+            if let Some(g) = name
+                .strip_prefix("gen-")
+                .and_then(|r| r.strip_suffix(".safetensors"))
+            {
                 if let Ok(g) = g.parse() {
                     gens.push(g);
                 }

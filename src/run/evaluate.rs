@@ -19,8 +19,17 @@ pub struct EvalSummary {
 }
 
 /// Plays `candidate` against `first` and against a random mover, every opening with both colours.
-pub fn evaluate(config: &Config, candidate: Net, first: Net, openings: &[String], seed: u64) -> Result<EvalSummary> {
-    let opts = InferenceOptions { max_batch: config.run.max_batch, ..InferenceOptions::default() };
+pub fn evaluate(
+    config: &Config,
+    candidate: Net,
+    first: Net,
+    openings: &[String],
+    seed: u64,
+) -> Result<EvalSummary> {
+    let opts = InferenceOptions {
+        max_batch: config.run.max_batch,
+        ..InferenceOptions::default()
+    };
     let a: InferenceHandle<ChessState> = InferenceServer::spawn(candidate, opts);
     let b: InferenceHandle<ChessState> = InferenceServer::spawn(first, opts);
     let sims = config.run.eval_simulations;
@@ -31,5 +40,8 @@ pub fn evaluate(config: &Config, candidate: Net, first: Net, openings: &[String]
     let (vs_first, _) = play_match(&mut new, &mut old, openings, max_plies, &mut rng)?;
     let mut random = RandomPlayer::default();
     let (vs_random, _) = play_match(&mut new, &mut random, openings, max_plies, &mut rng)?;
-    Ok(EvalSummary { vs_first, vs_random })
+    Ok(EvalSummary {
+        vs_first,
+        vs_random,
+    })
 }

@@ -40,7 +40,12 @@ pub fn train(
         return Ok(summary);
     }
     let seed = config.run.seed ^ learner.steps().wrapping_mul(0x2545_F491_4F6C_DD1D);
-    let loader = Loader::start(window.clone(), config.train.batch_size, config.train.loader_threads, seed);
+    let loader = Loader::start(
+        window.clone(),
+        config.train.batch_size,
+        config.train.loader_threads,
+        seed,
+    );
     let pb = bar(steps, "train", "steps");
     let start = Instant::now();
     let (mut loss_sum, mut acc_sum) = (0.0, 0.0);

@@ -6,8 +6,14 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// where the per-generation summary lines remain).
 pub fn bar(len: u64, prefix: &str, unit: &str) -> ProgressBar {
     let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr_with_hz(4));
-    let template = format!("{{prefix:>9}} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}}, ETA {{eta}}) {{msg}}");
-    pb.set_style(ProgressStyle::with_template(&template).expect("a valid template").progress_chars("=> "));
+    let template = format!(
+        "{{prefix:>9}} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}}, ETA {{eta}}) {{msg}}"
+    );
+    pb.set_style(
+        ProgressStyle::with_template(&template)
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
     pb.set_prefix(prefix.to_string());
     pb
 }

@@ -45,7 +45,11 @@ pub struct SelfplaySummary {
 impl SelfplaySummary {
     /// Mean game length in plies.
     pub fn mean_length(&self) -> f64 {
-        if self.games == 0 { 0.0 } else { self.positions as f64 / self.games as f64 }
+        if self.games == 0 {
+            0.0
+        } else {
+            self.positions as f64 / self.games as f64
+        }
     }
 }
 
@@ -54,7 +58,10 @@ fn next_index(dir: &Path) -> Result<u64> {
     let mut next = 0;
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        if let Some(n) = name.strip_prefix('g').and_then(|r| r.strip_suffix(&format!(".{RECORD_EXTENSION}"))) {
+        if let Some(n) = name
+            .strip_prefix('g')
+            .and_then(|r| r.strip_suffix(&format!(".{RECORD_EXTENSION}")))
+        {
             if let Ok(n) = n.parse::<u64>() {
                 next = next.max(n + 1);
             }
@@ -73,7 +80,8 @@ pub fn play(
     openings: &[String],
     stop: &AtomicBool,
 ) -> Result<SelfplaySummary> {
-    std::fs::create_dir_all(games_dir).with_context(|| format!("creating {}", games_dir.display()))?;
+    std::fs::create_dir_all(games_dir)
+        .with_context(|| format!("creating {}", games_dir.display()))?;
     let first = next_index(games_dir)?;
     let mut summary = SelfplaySummary::default();
     if games == 0 {
@@ -82,7 +90,10 @@ pub fn play(
     let start = Instant::now();
     let handle: InferenceHandle<ChessState> = InferenceServer::spawn(
         net,
-        InferenceOptions { max_batch: config.run.max_batch, ..InferenceOptions::default() },
+        InferenceOptions {
+            max_batch: config.run.max_batch,
+            ..InferenceOptions::default()
+        },
     );
     let actors = config.selfplay.actors.max(1);
     let (tx, rx) = crossbeam_channel::unbounded::<FinishedGame>();
@@ -98,16 +109,23 @@ pub fn play(
                 seed: config.run.seed ^ (u64::from(generation) << 32) ^ (first << 8) ^ a as u64,
             };
             threads.push(scope.spawn(move || {
-                play_games(&config.selfplay, &config.search, &handle, openings, id, share, stop, |game, _| {
-                    let _ = tx.send(game);
-                })
+                play_games(
+                    &config.selfplay,
+                    &config.search,
+                    &handle,
+                    openings,
+                    id,
+                    share,
+                    stop,
+                    |game, _| {
+                        let _ = tx.send(game);
+                    },
+                )
             }));
         }
         drop(tx);
-        let mut index = first;
-        for game in rx {
+        for (index, game) in (first..).zip(rx) {
             let path = games_dir.join(format!("g{index:05}.{RECORD_EXTENSION}"));
-            index += 1;
             if let Err(e) = write_records(&path, std::slice::from_ref(&game.record)) {
                 write_error.get_or_insert(e);
                 continue;
@@ -115,7 +133,12 @@ pub fn play(
             summary.record_bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             summary.games += 1;
             summary.positions += game.record.positions.len() as u64;
-            summary.training_positions += game.record.positions.iter().filter(|p| p.is_trainable()).count() as u64;
+            summary.training_positions += game
+                .record
+                .positions
+                .iter()
+                .filter(|p| p.is_trainable())
+                .count() as u64;
             summary.results[match game.record.result {
                 GameResult::WhiteWin => 0,
                 GameResult::Draw => 1,
@@ -134,7 +157,10 @@ pub fn play(
                 inf.average_batch()
             ));
         }
-        threads.into_iter().map(|t| t.join().expect("an actor thread panicked")).collect::<Vec<_>>()
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("an actor thread panicked"))
+            .collect::<Vec<_>>()
     });
     pb.finish_and_clear();
     for r in results {
@@ -160,10 +186,17 @@ pub fn write_pgn(games_dir: &Path, pgn: &Path, generation: u32) -> Result<()> {
     let player = format!("cfzero gen-{:04}", generation.saturating_sub(1));
     let mut round = 0;
     for f in files {
-        let Ok(games) = read_records(&f) else { continue };
+        let Ok(games) = read_records(&f) else {
+            continue;
+        };
         for g in games {
             round += 1;
-            let tags = PgnTags { event: "cfzero self-play", round, white: &player, black: &player };
+            let tags = PgnTags {
+                event: "cfzero self-play",
+                round,
+                white: &player,
+                black: &player,
+            };
             out.push_str(&game_to_pgn(&g, &tags).with_context(|| format!("{}", f.display()))?);
         }
     }

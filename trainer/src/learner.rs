@@ -3,7 +3,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use cfzero_network::checkpoint::{CheckpointError, load_optimizer, save_optimizer, save_net, load_weights_into};
+use cfzero_network::checkpoint::{
+    CheckpointError, load_optimizer, load_weights_into, save_net, save_optimizer,
+};
 use cfzero_network::encoding::POLICY_SIZE;
 use cfzero_network::mask::mask_illegal;
 use cfzero_network::optim::nadam::{NAdam, NAdamConfig, clip_grad_norm};
@@ -48,9 +50,20 @@ impl Learner {
     /// Starts training `net` (its current weights) with `config`.
     pub fn new(net: Net, config: TrainConfig) -> Learner {
         let params = net.vs.trainable_variables();
-        let opt = NAdam::new(params, NAdamConfig { weight_decay: config.weight_decay, ..NAdamConfig::default() });
+        let opt = NAdam::new(
+            params,
+            NAdamConfig {
+                weight_decay: config.weight_decay,
+                ..NAdamConfig::default()
+            },
+        );
         let swa = (config.swa_every > 0).then(|| Swa::new(config.swa_max));
-        Learner { net, opt, swa, config }
+        Learner {
+            net,
+            opt,
+            swa,
+            config,
+        }
     }
 
     /// Steps taken so far.
@@ -90,7 +103,11 @@ impl Learner {
             let legal = tb.legal.gt(0.5);
             let predicted = mask_illegal(&outputs.policy, &legal).argmax(-1, false);
             let wanted = tb.policy.argmax(-1, false);
-            let acc = predicted.eq_tensor(&wanted).to_kind(Kind::Float).mean(Kind::Float).double_value(&[]);
+            let acc = predicted
+                .eq_tensor(&wanted)
+                .to_kind(Kind::Float)
+                .mean(Kind::Float)
+                .double_value(&[]);
             let mse = outputs.wdl.as_ref().map_or(f64::NAN, |wdl| {
                 let p = wdl.softmax(-1, Kind::Float);
                 let v = p.select(1, 0) - p.select(1, 2);
@@ -122,8 +139,12 @@ impl Learner {
     pub fn publish(&self, path: &Path) -> Result<(), CheckpointError> {
         match &self.swa {
             Some(swa) if swa.count() > 0 => {
-                let mut published = Net::new(&self.net.config, self.net.device())
-                    .map_err(|e| CheckpointError::Mismatch { path: path.to_path_buf(), msg: e.to_string() })?;
+                let mut published = Net::new(&self.net.config, self.net.device()).map_err(|e| {
+                    CheckpointError::Mismatch {
+                        path: path.to_path_buf(),
+                        msg: e.to_string(),
+                    }
+                })?;
                 swa.copy_into(&mut published.vs);
                 save_net(&published, path)
             }

@@ -25,14 +25,20 @@ pub struct Loader {
 impl Loader {
     /// Starts `threads` loaders sampling batches of `batch_size` from `window`; each thread
     /// has its own random stream derived from `seed`.
-    pub fn start(window: Arc<RwLock<ReplayWindow>>, batch_size: usize, threads: usize, seed: u64) -> Loader {
+    pub fn start(
+        window: Arc<RwLock<ReplayWindow>>,
+        batch_size: usize,
+        threads: usize,
+        seed: u64,
+    ) -> Loader {
         let threads = threads.max(1);
         let (tx, batches) = bounded(threads * 2);
         let (recycle, spare) = bounded::<HostBatch>(threads * 4);
         let stop = Arc::new(AtomicBool::new(false));
         let handles = (0..threads)
             .map(|t| {
-                let (window, tx, spare, stop) = (window.clone(), tx.clone(), spare.clone(), stop.clone());
+                let (window, tx, spare, stop) =
+                    (window.clone(), tx.clone(), spare.clone(), stop.clone());
                 let seed = seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(t as u64 + 1));
                 std::thread::Builder::new()
                     .name(format!("loader-{t}"))
@@ -40,12 +46,19 @@ impl Loader {
                     .expect("spawning a loader thread")
             })
             .collect();
-        Loader { batches, recycle, stop, threads: handles }
+        Loader {
+            batches,
+            recycle,
+            stop,
+            threads: handles,
+        }
     }
 
     /// The next batch (blocks until one is ready).
     pub fn next(&self) -> HostBatch {
-        self.batches.recv().expect("loader threads live as long as the loader")
+        self.batches
+            .recv()
+            .expect("loader threads live as long as the loader")
     }
 
     /// Gives a used batch's memory back to the loaders.

@@ -1,10 +1,10 @@
 //! Turning a recorded position into network inputs and training targets.
 
+use cfzero_mcts::Game;
 use cfzero_network::encoding::{POLICY_SIZE, encode_tokens, move_index};
 use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::record::dequantize_probability;
 use cfzero_selfplay::replay::{ReplayError, start_state};
-use cfzero_mcts::Game;
 
 /// Floats of one position's input: 64 tokens of 112 features.
 pub const INPUT_FLOATS: usize = 64 * 112;
@@ -69,29 +69,54 @@ pub fn fill_position(
     for (i, pos) in game.positions[..ply].iter().enumerate() {
         state.legal_moves(&mut scratch.legal);
         let index = usize::from(pos.played);
-        let mv = *scratch.legal.get(index).ok_or(ReplayError::BadMove { ply: i, index, legal: scratch.legal.len() })?;
+        let mv = *scratch.legal.get(index).ok_or(ReplayError::BadMove {
+            ply: i,
+            index,
+            legal: scratch.legal.len(),
+        })?;
         state.play(mv);
     }
     let record = &game.positions[ply];
     state.legal_moves(&mut scratch.legal);
     if record.policy.len() != scratch.legal.len() {
-        return Err(ReplayError::BadMove { ply, index: record.policy.len(), legal: scratch.legal.len() });
+        return Err(ReplayError::BadMove {
+            ply,
+            index: record.policy.len(),
+            legal: scratch.legal.len(),
+        });
     }
-    encode_tokens(&state, &mut batch.inputs[slot * INPUT_FLOATS..(slot + 1) * INPUT_FLOATS]);
+    encode_tokens(
+        &state,
+        &mut batch.inputs[slot * INPUT_FLOATS..(slot + 1) * INPUT_FLOATS],
+    );
 
     let turn = state.turn();
     let policy = &mut batch.policy[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
     let legal = &mut batch.legal[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
-    let total: f32 = record.policy.iter().map(|&q| dequantize_probability(q)).sum();
+    let total: f32 = record
+        .policy
+        .iter()
+        .map(|&q| dequantize_probability(q))
+        .sum();
     let uniform = 1.0 / scratch.legal.len() as f32;
     for (mv, &q) in scratch.legal.iter().zip(&record.policy) {
         let i = move_index(mv, turn);
         legal[i] = 1.0;
-        policy[i] = if total > 0.0 { dequantize_probability(q) / total } else { uniform };
+        policy[i] = if total > 0.0 {
+            dequantize_probability(q) / total
+        } else {
+            uniform
+        };
     }
     let z = game.result.value_for(turn);
     let wdl = &mut batch.wdl[slot * 3..slot * 3 + 3];
-    wdl[if z > 0.0 { 0 } else if z < 0.0 { 2 } else { 1 }] = 1.0;
+    wdl[if z > 0.0 {
+        0
+    } else if z < 0.0 {
+        2
+    } else {
+        1
+    }] = 1.0;
     batch.q[slot] = record.root_q;
     batch.st[slot] = record.st;
     batch.moves_left[slot] = (game.positions.len() - ply) as f32;

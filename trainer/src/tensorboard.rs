@@ -22,10 +22,20 @@ impl EventWriter {
     /// `events.out.tfevents.*` file of a directory, so a resumed run adds a file).
     pub fn create(dir: &Path) -> io::Result<EventWriter> {
         fs::create_dir_all(dir)?;
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        let name = format!("events.out.tfevents.{}.cfzero.{}.{}", now.as_secs(), std::process::id(), now.subsec_nanos());
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let name = format!(
+            "events.out.tfevents.{}.cfzero.{}.{}",
+            now.as_secs(),
+            std::process::id(),
+            now.subsec_nanos()
+        );
         let path = dir.join(name);
-        let mut writer = EventWriter { out: BufWriter::new(File::create(&path)?), path };
+        let mut writer = EventWriter {
+            out: BufWriter::new(File::create(&path)?),
+            path,
+        };
         let mut event = Vec::new();
         put_double(&mut event, 1, wall_time());
         put_bytes(&mut event, 3, b"brain.Event:2");
@@ -68,7 +78,10 @@ impl EventWriter {
 }
 
 fn wall_time() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -108,7 +121,11 @@ const CRC32C_TABLE: [u32; 256] = {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 { 0x82F6_3B78 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 != 0 {
+                0x82F6_3B78 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
             k += 1;
         }
         table[i] = c;
@@ -145,17 +162,30 @@ pub struct ScalarEvent {
 /// Reads the scalars of an event file, checking every record's CRCs (for tests and tools).
 pub fn read_scalars(path: &Path) -> io::Result<Vec<ScalarEvent>> {
     let bytes = fs::read(path)?;
-    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {what}", path.display()));
+    let bad = |what: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {what}", path.display()),
+        )
+    };
     let mut at = 0;
     let mut out = Vec::new();
     while at < bytes.len() {
-        let header = bytes.get(at..at + 12).ok_or_else(|| bad("truncated record header"))?;
+        let header = bytes
+            .get(at..at + 12)
+            .ok_or_else(|| bad("truncated record header"))?;
         let len = u64::from_le_bytes(header[..8].try_into().expect("8 bytes")) as usize;
-        if masked_crc32c(&header[..8]) != u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) {
+        if masked_crc32c(&header[..8])
+            != u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"))
+        {
             return Err(bad("length CRC mismatch"));
         }
-        let data = bytes.get(at + 12..at + 12 + len).ok_or_else(|| bad("truncated record"))?;
-        let crc = bytes.get(at + 12 + len..at + 16 + len).ok_or_else(|| bad("truncated CRC"))?;
+        let data = bytes
+            .get(at + 12..at + 12 + len)
+            .ok_or_else(|| bad("truncated record"))?;
+        let crc = bytes
+            .get(at + 12 + len..at + 16 + len)
+            .ok_or_else(|| bad("truncated CRC"))?;
         if masked_crc32c(data) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
             return Err(bad("data CRC mismatch"));
         }
@@ -224,10 +254,16 @@ fn parse_event(data: &[u8], out: &mut Vec<ScalarEvent>) -> Option<()> {
             let (mut tag, mut scalar) = (String::new(), None);
             fields(&value, |f, bytes, _| match f {
                 1 => tag = String::from_utf8_lossy(bytes).into_owned(),
-                2 if bytes.len() == 4 => scalar = Some(f32::from_le_bytes(bytes.try_into().expect("4 bytes"))),
+                2 if bytes.len() == 4 => {
+                    scalar = Some(f32::from_le_bytes(bytes.try_into().expect("4 bytes")))
+                }
                 _ => {}
             })?;
-            out.push(ScalarEvent { tag, step, value: scalar? });
+            out.push(ScalarEvent {
+                tag,
+                step,
+                value: scalar?,
+            });
         }
     }
     Some(())

@@ -19,7 +19,8 @@ impl Game for ChessState {
     }
 
     fn terminal(&self, legal: &[Move]) -> Option<Terminal> {
-        self.terminal_reason_given(legal.is_empty()).map(|r| r.result())
+        self.terminal_reason_given(legal.is_empty())
+            .map(|r| r.result())
     }
 
     fn cache_key(&self) -> u64 {

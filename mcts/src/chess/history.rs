@@ -32,7 +32,11 @@ pub(crate) struct Step {
 impl Step {
     pub(crate) fn new(board: Board, repetitions: u32) -> Step {
         let hash = board_hash(&board);
-        Step { board, hash, repetitions }
+        Step {
+            board,
+            hash,
+            repetitions,
+        }
     }
 }
 
@@ -56,11 +60,17 @@ pub(crate) fn fill_for(
 ) -> Option<Fill> {
     let before = ep_square.map(|ep| pawn_moved_back(board, turn, ep));
     match mode {
-        HistoryFill::No => before.map(|b| Fill { step: Step::new(b, 0), repeat: false }),
+        HistoryFill::No => before.map(|b| Fill {
+            step: Step::new(b, 0),
+            repeat: false,
+        }),
         HistoryFill::FenOnly if is_standard_start => None,
         HistoryFill::FenOnly => {
             let b = before.unwrap_or_else(|| board.clone());
-            Some(Fill { step: Step::new(b, 0), repeat: true })
+            Some(Fill {
+                step: Step::new(b, 0),
+                repeat: true,
+            })
         }
     }
 }

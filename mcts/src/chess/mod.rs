@@ -14,7 +14,7 @@ mod zobrist;
 
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
-use shakmaty::{Board, CastlingMode, Castles, Chess, Color, EnPassantMode, Move, Position};
+use shakmaty::{Board, Castles, CastlingMode, Chess, Color, EnPassantMode, Move, Position};
 
 pub use error::ChessError;
 pub use history::{HISTORY_STEPS, HistoryFill};
@@ -85,7 +85,10 @@ impl ChessState {
     /// A position set up from a FEN (the clocks may be omitted), with `fill` deciding
     /// what the network sees as the history before it.
     pub fn from_fen(fen: &str, fill: HistoryFill) -> Result<ChessState, ChessError> {
-        let invalid = |reason: String| ChessError::InvalidFen { fen: fen.to_string(), reason };
+        let invalid = |reason: String| ChessError::InvalidFen {
+            fen: fen.to_string(),
+            reason,
+        };
         let parsed: Fen = fen.trim().parse().map_err(|e| invalid(format!("{e}")))?;
         let pos: Chess = parsed
             .into_position(CastlingMode::Standard)
@@ -190,12 +193,15 @@ impl ChessState {
 
     /// Parses `uci` (castling as `e1g1` or `e1h1`) and plays it if legal.
     pub fn play_uci(&mut self, uci: &str) -> Result<Move, ChessError> {
-        let parsed: UciMove =
-            uci.parse().map_err(|_| ChessError::InvalidUci { uci: uci.to_string() })?;
-        let mv = parsed.to_move(&self.pos).map_err(|_| ChessError::IllegalMove {
+        let parsed: UciMove = uci.parse().map_err(|_| ChessError::InvalidUci {
             uci: uci.to_string(),
-            fen: Fen::from_position(&self.pos, EnPassantMode::Legal).to_string(),
         })?;
+        let mv = parsed
+            .to_move(&self.pos)
+            .map_err(|_| ChessError::IllegalMove {
+                uci: uci.to_string(),
+                fen: Fen::from_position(&self.pos, EnPassantMode::Legal).to_string(),
+            })?;
         self.play_move(mv);
         Ok(mv)
     }
@@ -269,12 +275,25 @@ impl ChessState {
         let mut h = 0u64;
         for t in 0..HISTORY_STEPS {
             let step_key = match self.step(t) {
-                Some(s) => s.hash ^ if s.repetitions >= 1 { 0x5bd1_e995_c6a4_a793 } else { 0 },
+                Some(s) => {
+                    s.hash
+                        ^ if s.repetitions >= 1 {
+                            0x5bd1_e995_c6a4_a793
+                        } else {
+                            0
+                        }
+                }
                 None => 0,
             };
             h = zobrist::mix(h ^ step_key);
         }
-        let state = zobrist::state_key(self.pos.turn(), self.pos.castles(), self.pos.legal_ep_square());
-        zobrist::mix(h ^ state ^ u64::from(self.pos.halfmoves()).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        let state = zobrist::state_key(
+            self.pos.turn(),
+            self.pos.castles(),
+            self.pos.legal_ep_square(),
+        );
+        zobrist::mix(
+            h ^ state ^ u64::from(self.pos.halfmoves()).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        )
     }
 }

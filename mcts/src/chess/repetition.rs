@@ -27,7 +27,9 @@ pub(crate) struct RepetitionTracker {
 
 impl Clone for RepetitionTracker {
     fn clone(&self) -> Self {
-        RepetitionTracker { entries: self.entries.clone() }
+        RepetitionTracker {
+            entries: self.entries.clone(),
+        }
     }
 
     // Reuses the allocation: the search clones states once per simulation.
@@ -40,7 +42,11 @@ impl RepetitionTracker {
     /// Starts with a first position, which has no repetitions by definition.
     pub(crate) fn reset(&mut self, key: u64, clock: u32) {
         self.entries.clear();
-        self.entries.push(Entry { key, clock, repetitions: 0 });
+        self.entries.push(Entry {
+            key,
+            clock,
+            repetitions: 0,
+        });
     }
 
     /// Records the position reached by a move and returns its repetition count.
@@ -49,7 +55,11 @@ impl RepetitionTracker {
             self.entries.clear();
         }
         let repetitions = self.count(key, clock);
-        self.entries.push(Entry { key, clock, repetitions });
+        self.entries.push(Entry {
+            key,
+            clock,
+            repetitions,
+        });
         repetitions
     }
 

@@ -4,7 +4,7 @@
 //! board hash is updated incrementally because the full recomputation visits every piece.
 
 use shakmaty::zobrist::{Zobrist64, ZobristValue};
-use shakmaty::{Board, CastlingSide, Castles, Color, Move, Piece, Role, Square};
+use shakmaty::{Board, Castles, CastlingSide, Color, Move, Piece, Role, Square};
 
 /// The Zobrist hash of the pieces of `board` alone.
 pub(crate) fn board_hash(board: &Board) -> u64 {
@@ -25,7 +25,13 @@ fn piece_key(sq: Square, piece: Piece) -> u64 {
 pub(crate) fn update_board_hash(hash: u64, mv: Move, color: Color) -> Option<u64> {
     let mut h = hash;
     match mv {
-        Move::Normal { role, from, capture, to, promotion } => {
+        Move::Normal {
+            role,
+            from,
+            capture,
+            to,
+            promotion,
+        } => {
             h ^= piece_key(from, role.of(color));
             if let Some(captured) = capture {
                 h ^= piece_key(to, captured.of(!color));

@@ -46,7 +46,12 @@ pub struct Wide {
 
 impl Wide {
     pub fn new(width: u8, depth: u8) -> Self {
-        Wide { width, depth, ply: 0, path: 1 }
+        Wide {
+            width,
+            depth,
+            ply: 0,
+            path: 1,
+        }
     }
 }
 

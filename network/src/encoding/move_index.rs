@@ -75,7 +75,11 @@ const fn build_tables() -> Tables {
                 let mut piece = 0;
                 while piece < 3 {
                     t.promotion[from_file * 24 + to_file * 3 + piece] = n as u16;
-                    t.entries[n] = ((48 + from_file) as u8, (56 + to_file) as u8, piece as u8 + 1);
+                    t.entries[n] = (
+                        (48 + from_file) as u8,
+                        (56 + to_file) as u8,
+                        piece as u8 + 1,
+                    );
                     n += 1;
                     piece += 1;
                 }
@@ -97,7 +101,12 @@ static TABLES: Tables = build_tables();
 #[inline]
 pub fn move_index(mv: &Move, turn: Color) -> usize {
     let (from, to, promotion) = match *mv {
-        Move::Normal { from, to, promotion, .. } => (from, to, promotion),
+        Move::Normal {
+            from,
+            to,
+            promotion,
+            ..
+        } => (from, to, promotion),
         Move::EnPassant { from, to } => (from, to, None),
         Move::Castle { king, rook } => (king, rook, None),
         Move::Put { .. } => panic!("drops have no policy index: {mv:?}"),
@@ -109,7 +118,10 @@ pub fn move_index(mv: &Move, turn: Color) -> usize {
         Some(piece) if from / 8 == 6 => TABLES.promotion[(from % 8) * 24 + (to % 8) * 3 + piece],
         _ => TABLES.plain[from * 64 + to],
     };
-    assert!(entry != NONE, "no policy index for {mv:?} with {turn:?} to move");
+    assert!(
+        entry != NONE,
+        "no policy index for {mv:?} with {turn:?} to move"
+    );
     usize::from(entry)
 }
 
@@ -129,13 +141,18 @@ pub fn policy_move(index: usize) -> PolicyMove {
     PolicyMove {
         from: Square::new(u32::from(from)),
         to: Square::new(u32::from(to)),
-        promotion: piece.checked_sub(1).map(|p| PROMOTION_ROLES[usize::from(p)]),
+        promotion: piece
+            .checked_sub(1)
+            .map(|p| PROMOTION_ROLES[usize::from(p)]),
     }
 }
 
 /// The legal move (of `legal`, with `turn` to move) whose policy entry is `index`.
 pub fn legal_move_for_index(legal: &[Move], turn: Color, index: usize) -> Option<Move> {
-    legal.iter().copied().find(|mv| move_index(mv, turn) == index)
+    legal
+        .iter()
+        .copied()
+        .find(|mv| move_index(mv, turn) == index)
 }
 
 /// The UCI strings of the 1858 entries, in index order (`e1h1` for O-O, `a7a8q`, ...).
@@ -145,7 +162,10 @@ pub fn move_strings() -> &'static [String] {
         (0..POLICY_SIZE)
             .map(|i| {
                 let m = policy_move(i);
-                let promotion = m.promotion.map(|r| r.char().to_string()).unwrap_or_default();
+                let promotion = m
+                    .promotion
+                    .map(|r| r.char().to_string())
+                    .unwrap_or_default();
                 format!("{}{}{}", m.from, m.to, promotion)
             })
             .collect()
@@ -156,5 +176,9 @@ pub fn move_strings() -> &'static [String] {
 /// for the attention gather map.
 pub(crate) fn entry(index: usize) -> (usize, usize, Option<usize>) {
     let (from, to, piece) = TABLES.entries[index];
-    (usize::from(from), usize::from(to), piece.checked_sub(1).map(usize::from))
+    (
+        usize::from(from),
+        usize::from(to),
+        piece.checked_sub(1).map(usize::from),
+    )
 }

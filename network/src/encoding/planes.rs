@@ -28,7 +28,10 @@ pub struct InputPlanes {
 
 impl Default for InputPlanes {
     fn default() -> Self {
-        InputPlanes { masks: [0; PLANES], values: [1.0; PLANES] }
+        InputPlanes {
+            masks: [0; PLANES],
+            values: [1.0; PLANES],
+        }
     }
 }
 
@@ -38,7 +41,13 @@ pub fn encode_planes(state: &ChessState) -> InputPlanes {
     let us = state.turn();
     let them = !us;
     // Mirroring ranks is a byte swap of the bitboard.
-    let orient = |bb: u64| if us == Color::Black { bb.swap_bytes() } else { bb };
+    let orient = |bb: u64| {
+        if us == Color::Black {
+            bb.swap_bytes()
+        } else {
+            bb
+        }
+    };
     for t in 0..HISTORY_STEPS {
         let Some(board) = state.history_board(t) else {
             // Steps are filled from the present backwards: the first empty one ends them.

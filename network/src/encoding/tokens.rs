@@ -19,7 +19,11 @@ impl InputPlanes {
         let out = &mut out[..TOKEN_FLOATS];
         out.fill(0.0);
         for (plane, (&mask, &value)) in self.masks.iter().zip(&self.values).enumerate() {
-            let value = if plane == HALFMOVE_PLANE { value / HALFMOVE_SCALE } else { value };
+            let value = if plane == HALFMOVE_PLANE {
+                value / HALFMOVE_SCALE
+            } else {
+                value
+            };
             if mask == u64::MAX {
                 // Full planes (aux planes, repetitions) are common: skip the bit scan.
                 for sq in 0..64 {

@@ -26,7 +26,10 @@ pub struct InferenceOptions {
 
 impl Default for InferenceOptions {
     fn default() -> Self {
-        InferenceOptions { max_batch: 256, queue_capacity: 64 }
+        InferenceOptions {
+            max_batch: 256,
+            queue_capacity: 64,
+        }
     }
 }
 
@@ -52,7 +55,11 @@ pub struct StatsSnapshot {
 impl StatsSnapshot {
     /// Average positions per forward pass.
     pub fn average_batch(&self) -> f64 {
-        if self.batches == 0 { 0.0 } else { self.positions as f64 / self.batches as f64 }
+        if self.batches == 0 {
+            0.0
+        } else {
+            self.positions as f64 / self.batches as f64
+        }
     }
 }
 
@@ -85,7 +92,12 @@ struct BufferPool(Mutex<Vec<Vec<f32>>>);
 
 impl BufferPool {
     fn take(&self) -> Vec<f32> {
-        self.0.lock().map(|mut p| p.pop()).ok().flatten().unwrap_or_default()
+        self.0
+            .lock()
+            .map(|mut p| p.pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
     }
     fn give(&self, mut buf: Vec<f32>) {
         buf.clear();
@@ -116,7 +128,13 @@ impl InferenceServer {
                 .spawn(move || serve(net, rx, max_batch, &stats, &pool))
                 .expect("spawning the inference thread")
         };
-        InferenceHandle { tx, stats, pool, thread: Arc::new(Mutex::new(Some(thread))), _game: PhantomData }
+        InferenceHandle {
+            tx,
+            stats,
+            pool,
+            thread: Arc::new(Mutex::new(Some(thread))),
+            _game: PhantomData,
+        }
     }
 }
 
@@ -160,10 +178,16 @@ impl<G> InferenceHandle<G> {
     /// returns once the thread has copied them. Requests sent before are evaluated with the old weights.
     pub fn publish(&self, net: &Net) -> Result<(), EvalError> {
         let weights = tch::no_grad(|| {
-            net.vs.variables().into_iter().map(|(n, t)| (n, t.copy().detach())).collect::<Vec<_>>()
+            net.vs
+                .variables()
+                .into_iter()
+                .map(|(n, t)| (n, t.copy().detach()))
+                .collect::<Vec<_>>()
         });
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.tx.send(Message::Publish(weights, tx)).map_err(|_| gone())?;
+        self.tx
+            .send(Message::Publish(weights, tx))
+            .map_err(|_| gone())?;
         rx.recv().map_err(|_| gone())?.map_err(EvalError::Failed)
     }
 }
@@ -189,13 +213,25 @@ impl<G: NetInput> Evaluator<G> for InferenceHandle<G> {
             move_starts.push(moves.len());
         }
         let (reply, rx) = crossbeam_channel::bounded(1);
-        let request = Request { leaves: n, inputs, moves, move_starts, reply };
-        self.tx.send(Message::Evaluate(request)).map_err(|_| gone())?;
+        let request = Request {
+            leaves: n,
+            inputs,
+            moves,
+            move_starts,
+            reply,
+        };
+        self.tx
+            .send(Message::Evaluate(request))
+            .map_err(|_| gone())?;
         Ok(PendingEval { reply: rx })
     }
 
     fn complete(&self, pending: PendingEval, out: &mut Evaluations) -> Result<(), EvalError> {
-        let reply = pending.reply.recv().map_err(|_| gone())?.map_err(EvalError::Failed)?;
+        let reply = pending
+            .reply
+            .recv()
+            .map_err(|_| gone())?
+            .map_err(EvalError::Failed)?;
         out.reset(reply.values.len(), reply.logits.len());
         out.logits.copy_from_slice(&reply.logits);
         out.values.copy_from_slice(&reply.values);
@@ -205,7 +241,13 @@ impl<G: NetInput> Evaluator<G> for InferenceHandle<G> {
 }
 
 /// The inference thread's loop.
-fn serve(net: Net, rx: Receiver<Message>, max_batch: usize, stats: &InferenceStats, pool: &BufferPool) {
+fn serve(
+    net: Net,
+    rx: Receiver<Message>,
+    max_batch: usize,
+    stats: &InferenceStats,
+    pool: &BufferPool,
+) {
     let mut staging: Vec<f32> = Vec::new();
     let mut batch: Vec<Request> = Vec::new();
     let mut deferred: Option<Message> = None;
@@ -245,13 +287,23 @@ fn serve(net: Net, rx: Receiver<Message>, max_batch: usize, stats: &InferenceSta
         let start = Instant::now();
         run_batch(&net, &mut batch, positions, &mut staging, pool);
         stats.batches.fetch_add(1, Ordering::Relaxed);
-        stats.positions.fetch_add(positions as u64, Ordering::Relaxed);
-        stats.busy_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        stats
+            .positions
+            .fetch_add(positions as u64, Ordering::Relaxed);
+        stats
+            .busy_nanos
+            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 }
 
 /// Evaluates the requests of `batch` in one forward pass and answers each.
-fn run_batch(net: &Net, batch: &mut Vec<Request>, positions: usize, staging: &mut Vec<f32>, pool: &BufferPool) {
+fn run_batch(
+    net: &Net,
+    batch: &mut Vec<Request>,
+    positions: usize,
+    staging: &mut Vec<f32>,
+    pool: &BufferPool,
+) {
     staging.clear();
     for r in batch.iter() {
         staging.extend_from_slice(&r.inputs);
@@ -265,11 +317,19 @@ fn run_batch(net: &Net, batch: &mut Vec<Request>, positions: usize, staging: &mu
                 let mut wdl_out = Vec::with_capacity(r.leaves);
                 for leaf in 0..r.leaves {
                     let base = (row + leaf) * POLICY_SIZE;
-                    logits.extend(r.moves[r.move_starts[leaf]..r.move_starts[leaf + 1]].iter().map(|&m| policy[base + m as usize]));
+                    logits.extend(
+                        r.moves[r.move_starts[leaf]..r.move_starts[leaf + 1]]
+                            .iter()
+                            .map(|&m| policy[base + m as usize]),
+                    );
                     let w = &wdl[(row + leaf) * 3..(row + leaf) * 3 + 3];
                     wdl_out.push([w[0], w[1], w[2]]);
                 }
-                Ok(Reply { logits, wdl: wdl_out, values: values[row..row + r.leaves].to_vec() })
+                Ok(Reply {
+                    logits,
+                    wdl: wdl_out,
+                    values: values[row..row + r.leaves].to_vec(),
+                })
             }
             Err(e) => Err(e.clone()),
         };
@@ -284,8 +344,19 @@ fn run_batch(net: &Net, batch: &mut Vec<Request>, positions: usize, staging: &mu
 ///
 /// The value is W - L of the winner head; a net without a winner head uses its `q` head's
 /// scalar, with WDL `((1+q)/2, 0, (1-q)/2)`.
-fn evaluate(net: &Net, inputs: &[f32], n: usize) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>), String> {
-    let to_vec = |t: &Tensor| Vec::<f32>::try_from(t.to_device(tch::Device::Cpu).to_kind(Kind::Float).contiguous().view([-1])).map_err(|e| e.to_string());
+/// Policy logits, WDL probabilities and values of a batch, flat.
+type BatchOutputs = (Vec<f32>, Vec<f32>, Vec<f32>);
+
+fn evaluate(net: &Net, inputs: &[f32], n: usize) -> Result<BatchOutputs, String> {
+    let to_vec = |t: &Tensor| {
+        Vec::<f32>::try_from(
+            t.to_device(tch::Device::Cpu)
+                .to_kind(Kind::Float)
+                .contiguous()
+                .view([-1]),
+        )
+        .map_err(|e| e.to_string())
+    };
     tch::no_grad(|| {
         let x = Tensor::from_slice(inputs).view([n as i64, 64, (INPUT_FLOATS / 64) as i64]);
         let out = net.forward(&x);
@@ -306,12 +377,22 @@ fn evaluate(net: &Net, inputs: &[f32], n: usize) -> Result<(Vec<f32>, Vec<f32>, 
 fn copy_weights(net: &Net, weights: &[(String, Tensor)]) -> Result<(), String> {
     let vars = net.vs.variables();
     if vars.len() != weights.len() {
-        return Err(format!("published net has {} tensors, served net {}", weights.len(), vars.len()));
+        return Err(format!(
+            "published net has {} tensors, served net {}",
+            weights.len(),
+            vars.len()
+        ));
     }
     for (name, w) in weights {
         match vars.get(name) {
             Some(v) if v.size() == w.size() => {}
-            Some(v) => return Err(format!("tensor `{name}` has shape {:?}, served {:?}", w.size(), v.size())),
+            Some(v) => {
+                return Err(format!(
+                    "tensor `{name}` has shape {:?}, served {:?}",
+                    w.size(),
+                    v.size()
+                ));
+            }
             None => return Err(format!("tensor `{name}` is not in the served net")),
         }
     }

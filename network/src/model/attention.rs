@@ -56,12 +56,21 @@ impl Attention {
         let (h, dh) = (cfg.heads as i64, cfg.d_head() as i64);
         let position = match cfg.attention.position {
             PositionEncoding::Shaw => {
-                let table = |name: &str| path.var(name, &[h, shaw::BUCKETS as i64, dh], nn::Init::Const(0.0));
-                PositionTerm::Shaw { rq: table("rpe_q"), rk: table("rpe_k"), rv: table("rpe_v") }
+                let table = |name: &str| {
+                    path.var(name, &[h, shaw::BUCKETS as i64, dh], nn::Init::Const(0.0))
+                };
+                PositionTerm::Shaw {
+                    rq: table("rpe_q"),
+                    rk: table("rpe_k"),
+                    rv: table("rpe_v"),
+                }
             }
-            PositionEncoding::Smolgen => {
-                PositionTerm::Smolgen(Smolgen::new(&(path / "smolgen"), &cfg.attention, d, cfg.heads))
-            }
+            PositionEncoding::Smolgen => PositionTerm::Smolgen(Smolgen::new(
+                &(path / "smolgen"),
+                &cfg.attention,
+                d,
+                cfg.heads,
+            )),
             PositionEncoding::None => PositionTerm::None,
         };
         Attention {
@@ -77,12 +86,17 @@ impl Attention {
     /// Splits `[B, 64, d]` into heads `[B, H, 64, d_head]`.
     fn split(&self, x: &Tensor) -> Tensor {
         let (b, n, d) = x.size3().expect("tokens are [B, 64, d]");
-        x.view([b, n, self.heads, d / self.heads]).permute([0, 2, 1, 3])
+        x.view([b, n, self.heads, d / self.heads])
+            .permute([0, 2, 1, 3])
     }
 
     /// Queries, keys and values of `x`, split into heads.
     pub fn qkv(&self, x: &Tensor) -> (Tensor, Tensor, Tensor) {
-        (self.split(&self.q.forward(x)), self.split(&self.k.forward(x)), self.split(&self.v.forward(x)))
+        (
+            self.split(&self.q.forward(x)),
+            self.split(&self.k.forward(x)),
+            self.split(&self.v.forward(x)),
+        )
     }
 
     /// Attention output `[B, 64, d]` (after the output projection) for tokens `x` `[B, 64, d]`.
@@ -101,6 +115,7 @@ impl Attention {
             }
             PositionTerm::None => shaw::attend(&q, &k, &v, None, None),
         };
-        self.out.forward(&z.permute([0, 2, 1, 3]).reshape([b, n, d]))
+        self.out
+            .forward(&z.permute([0, 2, 1, 3]).reshape([b, n, d]))
     }
 }

@@ -40,7 +40,9 @@ impl EncoderLayer {
 
     /// Applies the layer to tokens `[B, 64, d]`.
     pub fn forward(&self, x: &Tensor, ctx: &AttentionContext) -> Tensor {
-        let x = self.norm1.forward(&(x + self.attn.forward(x, ctx) * self.alpha));
+        let x = self
+            .norm1
+            .forward(&(x + self.attn.forward(x, ctx) * self.alpha));
         let f = self.ffn2.forward(&self.ffn1.forward(&x).mish());
         self.norm2.forward(&(&x + f * self.alpha))
     }

@@ -21,7 +21,14 @@ impl Dense {
     /// `<path>.w` and `<path>.b`.
     pub fn new(path: nn::Path, d_in: usize, d_out: usize, bias: bool, gain: f64) -> Dense {
         let std = gain * (2.0 / (d_in + d_out) as f64).sqrt();
-        let w = path.var("w", &[d_out as i64, d_in as i64], nn::Init::Randn { mean: 0.0, stdev: std });
+        let w = path.var(
+            "w",
+            &[d_out as i64, d_in as i64],
+            nn::Init::Randn {
+                mean: 0.0,
+                stdev: std,
+            },
+        );
         let b = bias.then(|| path.var("b", &[d_out as i64], nn::Init::Const(0.0)));
         Dense { w, b }
     }
@@ -47,8 +54,14 @@ impl NormLayer {
     /// A norm of width `d`. Variables are `<path>.gain` and, for LayerNorm, `<path>.bias`.
     pub fn new(path: nn::Path, kind: Norm, d: usize, eps: f64) -> NormLayer {
         let gain = path.var("gain", &[d as i64], nn::Init::Const(1.0));
-        let bias = (kind == Norm::Layer).then(|| path.var("bias", &[d as i64], nn::Init::Const(0.0)));
-        NormLayer { kind, eps, gain, bias }
+        let bias =
+            (kind == Norm::Layer).then(|| path.var("bias", &[d as i64], nn::Init::Const(0.0)));
+        NormLayer {
+            kind,
+            eps,
+            gain,
+            bias,
+        }
     }
 
     /// Normalises the last dimension of `x`.

@@ -17,8 +17,8 @@ use attention::AttentionContext;
 use encoder::EncoderLayer;
 use layers::Dense;
 use policy::PolicyHead;
-pub use value::{VALUE_BUCKETS, ValueOutputs};
 use value::{MovesLeftHead, ScalarValueHead, WinnerHead};
+pub use value::{VALUE_BUCKETS, ValueOutputs};
 
 /// Everything the network predicts for a batch of `B` positions. Optional heads are `None`
 /// when the config turns them off.
@@ -85,11 +85,20 @@ impl Chessformer {
             gate_mul: (root / "embed").var("gate_mul", &[64, d as i64], nn::Init::Const(1.0)),
             gate_add: (root / "embed").var("gate_add", &[64, d as i64], nn::Init::Const(0.0)),
         };
-        let layers = (0..cfg.layers).map(|i| EncoderLayer::new(&(root / "encoder" / i), cfg)).collect();
+        let layers = (0..cfg.layers)
+            .map(|i| EncoderLayer::new(&(root / "encoder" / i), cfg))
+            .collect();
         let smolgen_w = (cfg.attention.position == PositionEncoding::Smolgen).then(|| {
             let gen_size = cfg.attention.smolgen_gen;
             let std = (2.0 / (gen_size + 4096) as f64).sqrt();
-            root.var("smolgen_w", &[4096, gen_size as i64], nn::Init::Randn { mean: 0.0, stdev: std })
+            root.var(
+                "smolgen_w",
+                &[4096, gen_size as i64],
+                nn::Init::Randn {
+                    mean: 0.0,
+                    stdev: std,
+                },
+            )
         });
         let (vc, vh) = (cfg.value_channels, cfg.value_hidden);
         let h = &cfg.outputs;
@@ -99,12 +108,24 @@ impl Chessformer {
             layers,
             smolgen_w,
             policy: PolicyHead::new(&(root / "policy"), d, cfg.d_pol),
-            soft_policy: h.soft_policy.then(|| PolicyHead::new(&(root / "soft_policy"), d, cfg.d_pol)),
-            winner: h.winner.then(|| WinnerHead::new(&(root / "value_winner"), d, vc, vh)),
-            q: h.q.then(|| ScalarValueHead::new(&(root / "value_q"), d, vc, vh)),
-            st: h.st.then(|| ScalarValueHead::new(&(root / "value_st"), d, vc, vh)),
+            soft_policy: h
+                .soft_policy
+                .then(|| PolicyHead::new(&(root / "soft_policy"), d, cfg.d_pol)),
+            winner: h
+                .winner
+                .then(|| WinnerHead::new(&(root / "value_winner"), d, vc, vh)),
+            q: h.q
+                .then(|| ScalarValueHead::new(&(root / "value_q"), d, vc, vh)),
+            st: h
+                .st
+                .then(|| ScalarValueHead::new(&(root / "value_st"), d, vc, vh)),
             moves_left: h.moves_left.then(|| {
-                MovesLeftHead::new(&(root / "moves_left"), d, cfg.moves_left_channels, cfg.moves_left_hidden)
+                MovesLeftHead::new(
+                    &(root / "moves_left"),
+                    d,
+                    cfg.moves_left_channels,
+                    cfg.moves_left_hidden,
+                )
             }),
             gather: Tensor::from_slice(&gather).to_device(device),
             bucket_index: shaw::bucket_index(device),
@@ -115,7 +136,10 @@ impl Chessformer {
     pub fn body(&self, inputs: &Tensor) -> Tensor {
         let e = &self.embed;
         let mut x = e.dense.forward(inputs).mish() * &e.gate_mul + &e.gate_add;
-        let ctx = AttentionContext { bucket_index: &self.bucket_index, smolgen_w: self.smolgen_w.as_ref() };
+        let ctx = AttentionContext {
+            bucket_index: &self.bucket_index,
+            smolgen_w: self.smolgen_w.as_ref(),
+        };
         for layer in &self.layers {
             x = layer.forward(&x, &ctx);
         }
@@ -127,7 +151,10 @@ impl Chessformer {
         let x = self.body(inputs);
         ModelOutputs {
             policy: self.policy.forward(&x, &self.gather),
-            soft_policy: self.soft_policy.as_ref().map(|p| p.forward(&x, &self.gather)),
+            soft_policy: self
+                .soft_policy
+                .as_ref()
+                .map(|p| p.forward(&x, &self.gather)),
             wdl: self.winner.as_ref().map(|w| w.forward(&x)),
             q: self.q.as_ref().map(|h| h.forward(&x)),
             st: self.st.as_ref().map(|h| h.forward(&x)),
@@ -152,17 +179,26 @@ impl Net {
     pub fn new(config: &NetworkConfig, device: Device) -> Result<Net, ConfigError> {
         let vs = nn::VarStore::new(device);
         let model = Chessformer::new(&vs.root(), config)?;
-        Ok(Net { config: config.clone(), vs, model })
+        Ok(Net {
+            config: config.clone(),
+            vs,
+            model,
+        })
     }
 
     /// Runs the network (with gradients if enabled) on inputs `[B, 64, 112]`, moved to the net's device.
     pub fn forward(&self, inputs: &Tensor) -> ModelOutputs {
-        self.model.forward(&inputs.to_device(self.vs.device()).to_kind(Kind::Float))
+        self.model
+            .forward(&inputs.to_device(self.vs.device()).to_kind(Kind::Float))
     }
 
     /// Number of trainable parameters.
     pub fn parameter_count(&self) -> usize {
-        self.vs.trainable_variables().iter().map(|t| t.numel()).sum()
+        self.vs
+            .trainable_variables()
+            .iter()
+            .map(|t| t.numel())
+            .sum()
     }
 
     /// The device the net lives on.

@@ -57,21 +57,26 @@ pub fn attend(
             + Tensor::einsum("bhid,hijd->bhij", &[q, rq], None::<&[i64]>)
             + Tensor::einsum("bhjd,hijd->bhij", &[k, rk], None::<&[i64]>);
     }
-    let mut logits = logits * scale;
-    if let Some(bias) = bias {
-        logits = logits + bias;
-    }
+    let logits = match bias {
+        Some(bias) => logits * scale + bias,
+        None => logits * scale,
+    };
     let a = logits.softmax(-1, Kind::Float);
-    let mut z = a.matmul(v);
-    if let Some((_, _, rv)) = tables {
-        z = z + Tensor::einsum("bhij,hijd->bhid", &[&a, rv], None::<&[i64]>);
+    let z = a.matmul(v);
+    match tables {
+        Some((_, _, rv)) => z + Tensor::einsum("bhij,hijd->bhid", &[&a, rv], None::<&[i64]>),
+        None => z,
     }
-    z
 }
 
 /// Slow reference of [`attend`] with Shaw tables, one (query, key) pair at a time straight
 /// from the ungathered `[H, 225, d_head]` tables. For tests only.
-pub fn attend_reference(q: &Tensor, k: &Tensor, v: &Tensor, tables: (&Tensor, &Tensor, &Tensor)) -> Tensor {
+pub fn attend_reference(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    tables: (&Tensor, &Tensor, &Tensor),
+) -> Tensor {
     let (b, h, n, dh) = q.size4().expect("q is [B, H, 64, d_head]");
     let to_vec = |t: &Tensor| -> Vec<f64> {
         Vec::<f64>::try_from(t.to_kind(Kind::Double).contiguous().view([-1])).expect("float tensor")
@@ -79,7 +84,8 @@ pub fn attend_reference(q: &Tensor, k: &Tensor, v: &Tensor, tables: (&Tensor, &T
     let (qv, kv, vv) = (to_vec(q), to_vec(k), to_vec(v));
     let (rq, rk, rv) = (to_vec(tables.0), to_vec(tables.1), to_vec(tables.2));
     let (h, n, dh, b) = (h as usize, n as usize, dh as usize, b as usize);
-    let at = |x: &[f64], bi: usize, hi: usize, i: usize, d: usize| x[((bi * h + hi) * n + i) * dh + d];
+    let at =
+        |x: &[f64], bi: usize, hi: usize, i: usize, d: usize| x[((bi * h + hi) * n + i) * dh + d];
     let rt = |x: &[f64], hi: usize, bucket: usize, d: usize| x[(hi * BUCKETS + bucket) * dh + d];
     let mut out = vec![0f64; b * h * n * dh];
     for bi in 0..b {
@@ -102,11 +108,14 @@ pub fn attend_reference(q: &Tensor, k: &Tensor, v: &Tensor, tables: (&Tensor, &T
                     let a = (ej - max).exp() / sum;
                     let bk = bucket(i, j);
                     for d in 0..dh {
-                        out[((bi * h + hi) * n + i) * dh + d] += a * (at(&vv, bi, hi, j, d) + rt(&rv, hi, bk, d));
+                        out[((bi * h + hi) * n + i) * dh + d] +=
+                            a * (at(&vv, bi, hi, j, d) + rt(&rv, hi, bk, d));
                     }
                 }
             }
         }
     }
-    Tensor::from_slice(&out).view([b as i64, h as i64, n as i64, dh as i64]).to_kind(Kind::Float)
+    Tensor::from_slice(&out)
+        .view([b as i64, h as i64, n as i64, dh as i64])
+        .to_kind(Kind::Float)
 }

@@ -31,14 +31,23 @@ impl Smolgen {
     /// Variables under `path`: `compress`, `dense1`, `ln1`, `dense2`, `ln2`.
     pub fn new(path: &nn::Path, cfg: &AttentionConfig, d_model: usize, heads: usize) -> Smolgen {
         let ln = |p: nn::Path, n: usize| {
-            (p.var("gain", &[n as i64], nn::Init::Const(1.0)), p.var("bias", &[n as i64], nn::Init::Const(0.0)))
+            (
+                p.var("gain", &[n as i64], nn::Init::Const(1.0)),
+                p.var("bias", &[n as i64], nn::Init::Const(0.0)),
+            )
         };
         let c = cfg.smolgen_compress;
         Smolgen {
             compress: Dense::new(path / "compress", d_model, c, false, 1.0),
             dense1: Dense::new(path / "dense1", 64 * c, cfg.smolgen_hidden, true, 1.0),
             ln1: ln(path / "ln1", cfg.smolgen_hidden),
-            dense2: Dense::new(path / "dense2", cfg.smolgen_hidden, heads * cfg.smolgen_gen, true, 1.0),
+            dense2: Dense::new(
+                path / "dense2",
+                cfg.smolgen_hidden,
+                heads * cfg.smolgen_gen,
+                true,
+                1.0,
+            ),
             ln2: ln(path / "ln2", heads * cfg.smolgen_gen),
             heads: heads as i64,
             gen_size: cfg.smolgen_gen as i64,
@@ -52,10 +61,23 @@ impl Smolgen {
         // Square-major flattening: index = compress * square + channel, as in Lc0.
         let c = self.compress.forward(x).reshape([b, -1]);
         let h = self.dense1.forward(&c).silu();
-        let h = h.layer_norm([h.size()[1]], Some(&self.ln1.0), Some(&self.ln1.1), SMOLGEN_EPS, false);
+        let h = h.layer_norm(
+            [h.size()[1]],
+            Some(&self.ln1.0),
+            Some(&self.ln1.1),
+            SMOLGEN_EPS,
+            false,
+        );
         let g = self.dense2.forward(&h).silu();
-        let g = g.layer_norm([g.size()[1]], Some(&self.ln2.0), Some(&self.ln2.1), SMOLGEN_EPS, false);
+        let g = g.layer_norm(
+            [g.size()[1]],
+            Some(&self.ln2.0),
+            Some(&self.ln2.1),
+            SMOLGEN_EPS,
+            false,
+        );
         let g = g.view([b, self.heads, self.gen_size]);
-        g.matmul(&generator.transpose(0, 1)).view([b, self.heads, 64, 64])
+        g.matmul(&generator.transpose(0, 1))
+            .view([b, self.heads, 64, 64])
     }
 }

@@ -29,7 +29,9 @@ impl Trunk {
     /// `[B, hidden]` features of tokens `[B, 64, d]`.
     pub fn forward(&self, x: &Tensor) -> Tensor {
         let b = x.size()[0];
-        self.fc1.forward(&self.embed.forward(x).mish().reshape([b, -1])).mish()
+        self.fc1
+            .forward(&self.embed.forward(x).mish().reshape([b, -1]))
+            .mish()
     }
 }
 
@@ -45,7 +47,10 @@ pub struct WinnerHead {
 impl WinnerHead {
     /// Variables under `path`: `embed`, `fc1`, `out`.
     pub fn new(path: &nn::Path, d_model: usize, channels: usize, hidden: usize) -> WinnerHead {
-        WinnerHead { trunk: Trunk::new(path, d_model, channels, hidden), out: Dense::new(path / "out", hidden, 3, true, 1.0) }
+        WinnerHead {
+            trunk: Trunk::new(path, d_model, channels, hidden),
+            out: Dense::new(path / "out", hidden, 3, true, 1.0),
+        }
     }
 
     /// Logits `[B, 3]`.
@@ -112,11 +117,17 @@ pub struct MovesLeftHead {
 impl MovesLeftHead {
     /// Variables under `path`: `embed`, `fc1`, `out`.
     pub fn new(path: &nn::Path, d_model: usize, channels: usize, hidden: usize) -> MovesLeftHead {
-        MovesLeftHead { trunk: Trunk::new(path, d_model, channels, hidden), out: Dense::new(path / "out", hidden, 1, true, 1.0) }
+        MovesLeftHead {
+            trunk: Trunk::new(path, d_model, channels, hidden),
+            out: Dense::new(path / "out", hidden, 1, true, 1.0),
+        }
     }
 
     /// Moves left `[B]` in units of 20 plies.
     pub fn forward(&self, x: &Tensor) -> Tensor {
-        self.out.forward(&self.trunk.forward(x)).squeeze_dim(1).relu()
+        self.out
+            .forward(&self.trunk.forward(x))
+            .squeeze_dim(1)
+            .relu()
     }
 }

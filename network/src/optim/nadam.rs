@@ -34,7 +34,13 @@ pub struct NAdamConfig {
 
 impl Default for NAdamConfig {
     fn default() -> Self {
-        NAdamConfig { beta1: 0.9, beta2: 0.98, eps: 1e-7, momentum_decay: 0.004, weight_decay: 0.0 }
+        NAdamConfig {
+            beta1: 0.9,
+            beta2: 0.98,
+            eps: 1e-7,
+            momentum_decay: 0.004,
+            weight_decay: 0.0,
+        }
     }
 }
 
@@ -57,8 +63,19 @@ pub struct NAdam {
 impl NAdam {
     /// An optimizer for `params` (e.g. `vs.trainable_variables()`), moments at zero.
     pub fn new(params: Vec<Tensor>, config: NAdamConfig) -> NAdam {
-        let zeros = |ps: &[Tensor]| ps.iter().map(|p| p.zeros_like().detach()).collect::<Vec<_>>();
-        NAdam { config, m: zeros(&params), v: zeros(&params), params, step: 0, mu_product: 1.0 }
+        let zeros = |ps: &[Tensor]| {
+            ps.iter()
+                .map(|p| p.zeros_like().detach())
+                .collect::<Vec<_>>()
+        };
+        NAdam {
+            config,
+            m: zeros(&params),
+            v: zeros(&params),
+            params,
+            step: 0,
+            mu_product: 1.0,
+        }
     }
 
     /// The parameters, in the optimizer's order.
@@ -95,9 +112,15 @@ impl NAdam {
                 if !g.defined() {
                     continue;
                 }
-                let g = if c.weight_decay != 0.0 { &g + &*p * c.weight_decay } else { g };
+                let g = if c.weight_decay != 0.0 {
+                    &g + &*p * c.weight_decay
+                } else {
+                    g
+                };
                 let _ = m.g_mul_scalar_(c.beta1).g_add_(&(&g * (1.0 - c.beta1)));
-                let _ = v.g_mul_scalar_(c.beta2).g_add_(&(g.square() * (1.0 - c.beta2)));
+                let _ = v
+                    .g_mul_scalar_(c.beta2)
+                    .g_add_(&(g.square() * (1.0 - c.beta2)));
                 let denom = (&*v / bias2).sqrt() + c.eps;
                 let update = (&g * step_g + &*m * step_m) / denom;
                 let _ = p.g_sub_(&update);
@@ -110,12 +133,22 @@ impl NAdam {
 /// before clipping.
 pub fn clip_grad_norm(params: &[Tensor], max_norm: f64) -> f64 {
     tch::no_grad(|| {
-        let grads: Vec<Tensor> = params.iter().map(|p| p.grad()).filter(|g| g.defined()).collect();
+        let grads: Vec<Tensor> = params
+            .iter()
+            .map(|p| p.grad())
+            .filter(|g| g.defined())
+            .collect();
         if grads.is_empty() {
             return 0.0;
         }
-        let sq: Vec<Tensor> = grads.iter().map(|g| g.square().sum(tch::Kind::Double)).collect();
-        let norm = Tensor::stack(&sq, 0).sum(tch::Kind::Double).sqrt().double_value(&[]);
+        let sq: Vec<Tensor> = grads
+            .iter()
+            .map(|g| g.square().sum(tch::Kind::Double))
+            .collect();
+        let norm = Tensor::stack(&sq, 0)
+            .sum(tch::Kind::Double)
+            .sqrt()
+            .double_value(&[]);
         if norm > max_norm {
             let scale = max_norm / (norm + 1e-6);
             for mut g in grads {

@@ -15,7 +15,12 @@ pub struct Swa {
 impl Swa {
     /// An empty average with cap `max_n` (at least 1).
     pub fn new(max_n: u64) -> Swa {
-        Swa { names: Vec::new(), average: Vec::new(), n: 0, max_n: max_n.max(1) }
+        Swa {
+            names: Vec::new(),
+            average: Vec::new(),
+            n: 0,
+            max_n: max_n.max(1),
+        }
     }
 
     /// Number of snapshots averaged (capped at `max_n`).
@@ -30,7 +35,10 @@ impl Swa {
         tch::no_grad(|| {
             if self.n == 0 || self.names.len() != vars.len() {
                 self.names = vars.iter().map(|(n, _)| n.clone()).collect();
-                self.average = vars.iter().map(|(_, t)| t.to_kind(Kind::Float).copy().detach()).collect();
+                self.average = vars
+                    .iter()
+                    .map(|(_, t)| t.to_kind(Kind::Float).copy().detach())
+                    .collect();
                 self.n = 1;
                 return;
             }

@@ -21,7 +21,9 @@ pub fn preset(name: &str) -> NetworkConfig {
 pub fn synthetic_batch(b: i64, legal_per_row: i64, seed: i64) -> TrainingBatch {
     tch::manual_seed(seed);
     let opts = (Kind::Float, Device::Cpu);
-    let inputs = Tensor::rand([b, 64, 112], opts).ge(0.8).to_kind(Kind::Float);
+    let inputs = Tensor::rand([b, 64, 112], opts)
+        .ge(0.8)
+        .to_kind(Kind::Float);
     let scores = Tensor::rand([b, POLICY_SIZE as i64], opts);
     let (_, top) = scores.topk(legal_per_row, -1, true, false);
     let legal = Tensor::zeros([b, POLICY_SIZE as i64], opts).scatter_value(-1, &top, 1.0);
@@ -33,5 +35,13 @@ pub fn synthetic_batch(b: i64, legal_per_row: i64, seed: i64) -> TrainingBatch {
     let q = centre(Tensor::randint(32, [b], (Kind::Int64, Device::Cpu)));
     let st = centre(Tensor::randint(32, [b], (Kind::Int64, Device::Cpu)));
     let moves_left = Tensor::randint(200, [b], (Kind::Int64, Device::Cpu)).to_kind(Kind::Float);
-    TrainingBatch { inputs, policy, legal, wdl, q, st, moves_left }
+    TrainingBatch {
+        inputs,
+        policy,
+        legal,
+        wdl,
+        q,
+        st,
+        moves_left,
+    }
 }
