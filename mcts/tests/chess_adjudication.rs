@@ -56,7 +56,7 @@ fn bare_kings_and_a_lone_minor_piece_are_insufficient_material() {
     // A capture that leaves bare kings ends the game.
     assert_ends(&after("8/8/8/4k3/4p3/8/8/4K3 b - - 0 1", ""), None);
     assert_ends(
-        &after("8/8/8/4k3/3r4/4K3/8/8 w - - 0 1", "e3d4"),
+        &after("8/8/8/8/3r4/4K3/8/7k w - - 0 1", "e3d4"),
         Some(TerminalReason::InsufficientMaterial),
     );
     // A rook is enough to mate.

@@ -59,7 +59,7 @@ fn castling_is_accepted_as_king_two_squares_and_as_king_takes_rook() {
             rook: Square::A8
         }
     );
-    assert_eq!(state.fen(), "2kr4/8/8/8/8/8/8/R4RK1 w - - 2 2");
+    assert_eq!(state.fen(), "2kr3r/8/8/8/8/8/8/R4RK1 w - - 2 2");
 }
 
 #[test]

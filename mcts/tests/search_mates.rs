@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use shakmaty::{Chess, Move, Position};
 
 fn suite(name: &str) -> Vec<ChessState> {
-    let path = format!("{}/../tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../tests/data/suites/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     text.lines()
         .filter(|l| !l.trim().is_empty())
