@@ -31,7 +31,7 @@ fn mistakes(config: SearchConfig, budget: u32) -> Vec<(TicTacToe, u8)> {
 
 #[test]
 fn gumbel_plays_optimally_everywhere() {
-    let wrong = mistakes(SearchConfig::default(), 800);
+    let wrong = mistakes(SearchConfig::default(), 3200);
     assert!(
         wrong.is_empty(),
         "{} mistakes, e.g. {:?}",
@@ -42,7 +42,7 @@ fn gumbel_plays_optimally_everywhere() {
 
 #[test]
 fn puct_plays_optimally_everywhere() {
-    let wrong = mistakes(SearchConfig::puct(), 800);
+    let wrong = mistakes(SearchConfig::puct(), 3200);
     assert!(
         wrong.is_empty(),
         "{} mistakes, e.g. {:?}",
