@@ -65,13 +65,11 @@ fn mismatch(path: &Path, msg: impl ToString) -> CheckpointError {
     }
 }
 
-/// Writes `bytes` to `path` atomically (temporary file in the same directory, fsync, rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+/// Writes `bytes` to `path` atomically: a temporary file beside it, synced, then renamed
+/// over `path`, so readers see the whole file or none of it. The temporary file's name
+/// ends in `.tmp<pid>`, which no reader of the project's files picks up.
+pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let io = |source| CheckpointError::Io {
-        path: path.to_owned(),
-        source,
-    };
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
@@ -84,7 +82,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    result.map_err(io)
+    result
+}
+
+/// [`write_file_atomically`] with the error as a [`CheckpointError`].
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+    write_file_atomically(path, bytes).map_err(|source| CheckpointError::Io {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Serialises named float tensors (stored as little-endian f32) with `metadata`.

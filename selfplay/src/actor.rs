@@ -232,13 +232,10 @@ fn step_game(
     }
     state.play_move(mv);
     state.terminal_reason().map(|reason| {
-        let termination = termination_of(reason);
-        let result = match reason {
-            // The side to move is mated: the side that just moved won.
-            TerminalReason::Checkmate => GameResult::win_for(mover),
-            _ => GameResult::Draw,
-        };
-        (result, termination)
+        (
+            GameResult::from_terminal(reason, state.turn()),
+            termination_of(reason),
+        )
     })
 }
 

@@ -187,7 +187,7 @@ pub fn play_match(
         Some(reason) => {
             done.push(ArenaGame {
                 reason,
-                result: result_of(s, reason),
+                result: GameResult::from_terminal(reason, s.turn()),
                 ..g.clone()
             });
             false
@@ -221,7 +221,7 @@ pub fn play_match(
                     let (state, game) = games.swap_remove(i);
                     done.push(ArenaGame {
                         reason,
-                        result: result_of(&state, reason),
+                        result: GameResult::from_terminal(reason, state.turn()),
                         ..game
                     });
                 } else {
@@ -244,11 +244,4 @@ pub fn play_match(
         }
     }
     Ok((score, done))
-}
-
-fn result_of(state: &ChessState, reason: TerminalReason) -> GameResult {
-    match reason {
-        TerminalReason::Checkmate => GameResult::win_for(!state.turn()),
-        _ => GameResult::Draw,
-    }
 }

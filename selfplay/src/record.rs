@@ -10,8 +10,9 @@
 //! compressed length `u32`, CRC-32 of the compressed bytes `u32`, then the compressed payload.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use cfzero_network::checkpoint::write_file_atomically;
 
 use crate::result::{GameResult, Termination};
 
@@ -301,26 +302,9 @@ pub fn decode_records(bytes: &[u8], path: &Path) -> Result<Vec<GameRecord>, Reco
     Ok(out)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced,
-/// then renamed over `path`, so readers see the whole file or none of it.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, path)
-}
-
 /// Writes games to a record file at `path`, atomically.
 pub fn write_records(path: &Path, games: &[GameRecord]) -> Result<(), RecordError> {
-    write_atomically(path, &encode_records(games)).map_err(|source| RecordError::Io {
+    write_file_atomically(path, &encode_records(games)).map_err(|source| RecordError::Io {
         path: path.to_path_buf(),
         source,
     })

@@ -44,19 +44,30 @@ pub fn start_state(game: &GameRecord) -> Result<ChessState, ReplayError> {
 /// position, reusing one buffer of legal moves. Returns the final state.
 pub fn replay(
     game: &GameRecord,
+    visit: impl FnMut(usize, &ChessState, &[Move], Move),
+) -> Result<ChessState, ReplayError> {
+    let mut legal = Vec::with_capacity(64);
+    replay_prefix(game, game.positions.len(), &mut legal, visit)
+}
+
+/// Like [`replay`], over the first `plies` moves only, with `legal` as the caller's
+/// reusable buffer: returns the state before move `plies`.
+pub fn replay_prefix(
+    game: &GameRecord,
+    plies: usize,
+    legal: &mut Vec<Move>,
     mut visit: impl FnMut(usize, &ChessState, &[Move], Move),
 ) -> Result<ChessState, ReplayError> {
     let mut state = start_state(game)?;
-    let mut legal = Vec::with_capacity(64);
-    for (ply, pos) in game.positions.iter().enumerate() {
-        state.legal_moves(&mut legal);
+    for (ply, pos) in game.positions[..plies].iter().enumerate() {
+        state.legal_moves(legal);
         let index = usize::from(pos.played);
         let mv = *legal.get(index).ok_or(ReplayError::BadMove {
             ply,
             index,
             legal: legal.len(),
         })?;
-        visit(ply, &state, &legal, mv);
+        visit(ply, &state, legal, mv);
         state.play(mv);
     }
     Ok(state)

@@ -1,5 +1,6 @@
 //! How a game ended: the result and the reason.
 
+use cfzero_mcts::chess::TerminalReason;
 use shakmaty::Color;
 
 /// The result of a finished game.
@@ -19,6 +20,15 @@ impl GameResult {
         match color {
             Color::White => GameResult::WhiteWin,
             Color::Black => GameResult::BlackWin,
+        }
+    }
+
+    /// The result of a game that ended by `reason` with `turn` to move in the final
+    /// position: a checkmate is a win for the other side, every other ending a draw.
+    pub fn from_terminal(reason: TerminalReason, turn: Color) -> GameResult {
+        match reason {
+            TerminalReason::Checkmate => GameResult::win_for(!turn),
+            _ => GameResult::Draw,
         }
     }
 

@@ -80,7 +80,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     }
     dir.create()?;
     if !frozen.exists() || args.force {
-        cfzero_selfplay::record::write_atomically(&frozen, config.to_toml().as_bytes())
+        cfzero_network::checkpoint::write_file_atomically(&frozen, config.to_toml().as_bytes())
             .with_context(|| format!("writing {}", frozen.display()))?;
     }
     let selfplay_openings = match &config.selfplay.openings {

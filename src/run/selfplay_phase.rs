@@ -7,10 +7,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cfzero_mcts::chess::ChessState;
+use cfzero_network::checkpoint::write_file_atomically;
 use cfzero_network::inference::StatsSnapshot;
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};
 use cfzero_selfplay::pgn::{PgnTags, game_to_pgn};
-use cfzero_selfplay::record::{RECORD_EXTENSION, read_records, write_atomically, write_records};
+use cfzero_selfplay::record::{RECORD_EXTENSION, read_records, write_records};
 use cfzero_selfplay::{ActorId, FinishedGame, GameResult, play_games};
 
 use crate::config::Config;
@@ -200,5 +201,5 @@ pub fn write_pgn(games_dir: &Path, pgn: &Path, generation: u32) -> Result<()> {
             out.push_str(&game_to_pgn(&g, &tags).with_context(|| format!("{}", f.display()))?);
         }
     }
-    write_atomically(pgn, out.as_bytes()).with_context(|| format!("writing {}", pgn.display()))
+    write_file_atomically(pgn, out.as_bytes()).with_context(|| format!("writing {}", pgn.display()))
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use cfzero_network::checkpoint::{
     CheckpointError, load_optimizer, load_weights_into, save_net, save_optimizer,
 };
-use cfzero_network::encoding::POLICY_SIZE;
+use cfzero_network::encoding::{PLANES, POLICY_SIZE, TOKEN_FLOATS};
 use cfzero_network::mask::mask_illegal;
 use cfzero_network::optim::nadam::{NAdam, NAdamConfig, clip_grad_norm};
 use cfzero_network::optim::swa::Swa;
@@ -14,7 +14,7 @@ use cfzero_network::{Net, TrainingBatch, loss};
 use tch::{Kind, Tensor};
 
 use crate::config::TrainConfig;
-use crate::sample::{HostBatch, INPUT_FLOATS};
+use crate::sample::HostBatch;
 
 /// What one training step measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,7 +83,10 @@ impl Learner {
         let device = self.net.device();
         let t = |v: &[f32], shape: &[i64]| Tensor::from_slice(v).view(shape).to_device(device);
         let tb = TrainingBatch {
-            inputs: t(&batch.inputs[..batch.len * INPUT_FLOATS], &[b, 64, 112]),
+            inputs: t(
+                &batch.inputs[..batch.len * TOKEN_FLOATS],
+                &[b, 64, PLANES as i64],
+            ),
             policy: t(&batch.policy, &[b, POLICY_SIZE as i64]),
             legal: t(&batch.legal, &[b, POLICY_SIZE as i64]),
             wdl: t(&batch.wdl, &[b, 3]),

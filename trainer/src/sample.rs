@@ -1,13 +1,10 @@
 //! Turning a recorded position into network inputs and training targets.
 
 use cfzero_mcts::Game;
-use cfzero_network::encoding::{POLICY_SIZE, encode_tokens, move_index};
+use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens, move_index};
 use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::record::dequantize_probability;
-use cfzero_selfplay::replay::{ReplayError, start_state};
-
-/// Floats of one position's input: 64 tokens of 112 features.
-pub const INPUT_FLOATS: usize = 64 * 112;
+use cfzero_selfplay::replay::{ReplayError, replay_prefix};
 
 /// A batch of positions on the host, as flat buffers in the layout of
 /// [`cfzero_network::TrainingBatch`]; reused from batch to batch.
@@ -39,7 +36,7 @@ impl HostBatch {
             v.resize(n, 0.0);
         }
         self.len = len;
-        zero(&mut self.inputs, len * INPUT_FLOATS);
+        zero(&mut self.inputs, len * TOKEN_FLOATS);
         zero(&mut self.policy, len * POLICY_SIZE);
         zero(&mut self.legal, len * POLICY_SIZE);
         zero(&mut self.wdl, len * 3);
@@ -65,17 +62,7 @@ pub fn fill_position(
     slot: usize,
     scratch: &mut SampleScratch,
 ) -> Result<(), ReplayError> {
-    let mut state = start_state(game)?;
-    for (i, pos) in game.positions[..ply].iter().enumerate() {
-        state.legal_moves(&mut scratch.legal);
-        let index = usize::from(pos.played);
-        let mv = *scratch.legal.get(index).ok_or(ReplayError::BadMove {
-            ply: i,
-            index,
-            legal: scratch.legal.len(),
-        })?;
-        state.play(mv);
-    }
+    let state = replay_prefix(game, ply, &mut scratch.legal, |_, _, _, _| {})?;
     let record = &game.positions[ply];
     state.legal_moves(&mut scratch.legal);
     if record.policy.len() != scratch.legal.len() {
@@ -87,7 +74,7 @@ pub fn fill_position(
     }
     encode_tokens(
         &state,
-        &mut batch.inputs[slot * INPUT_FLOATS..(slot + 1) * INPUT_FLOATS],
+        &mut batch.inputs[slot * TOKEN_FLOATS..(slot + 1) * TOKEN_FLOATS],
     );
 
     let turn = state.turn();

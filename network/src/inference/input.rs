@@ -3,10 +3,10 @@
 use cfzero_mcts::Game;
 use cfzero_mcts::chess::ChessState;
 
-use crate::encoding::{PLANES, encode_tokens, move_index};
+use crate::encoding::{encode_tokens, move_index};
 
 /// Floats of one position's input: 64 tokens of 112 features.
-pub const INPUT_FLOATS: usize = 64 * PLANES;
+pub const INPUT_FLOATS: usize = crate::encoding::TOKEN_FLOATS;
 
 /// A game state the network can evaluate.
 pub trait NetInput: Game {

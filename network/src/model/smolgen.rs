@@ -60,22 +60,11 @@ impl Smolgen {
         let b = x.size()[0];
         // Square-major flattening: index = compress * square + channel, as in Lc0.
         let c = self.compress.forward(x).reshape([b, -1]);
-        let h = self.dense1.forward(&c).silu();
-        let h = h.layer_norm(
-            [h.size()[1]],
-            Some(&self.ln1.0),
-            Some(&self.ln1.1),
-            SMOLGEN_EPS,
-            false,
-        );
-        let g = self.dense2.forward(&h).silu();
-        let g = g.layer_norm(
-            [g.size()[1]],
-            Some(&self.ln2.0),
-            Some(&self.ln2.1),
-            SMOLGEN_EPS,
-            false,
-        );
+        let norm = |x: Tensor, (gain, bias): &(Tensor, Tensor)| {
+            x.layer_norm([x.size()[1]], Some(gain), Some(bias), SMOLGEN_EPS, false)
+        };
+        let h = norm(self.dense1.forward(&c).silu(), &self.ln1);
+        let g = norm(self.dense2.forward(&h).silu(), &self.ln2);
         let g = g.view([b, self.heads, self.gen_size]);
         g.matmul(&generator.transpose(0, 1))
             .view([b, self.heads, 64, 64])
