@@ -21,10 +21,12 @@ pub enum SearchMode {
 #[serde(rename_all = "snake_case")]
 pub enum QNormalization {
     /// Rescale by the minimum and maximum of the completed Q values at that node
-    /// (as in the Gumbel paper); all equal values map to 0.
-    #[default]
+    /// (mctx's default); all equal values map to 0. Where the values are nearly flat (a
+    /// uniform evaluator, an untrained net) it blows tiny differences up to the full scale:
+    /// with the uniform evaluator it leaves tic-tac-toe mistakes that no budget removes.
     MinMax,
-    /// Fixed bounds: q = (Q + 1) / 2.
+    /// Fixed bounds: q = (Q + 1) / 2, natural for values bounded by -1 and 1.
+    #[default]
     Fixed,
 }
 
@@ -36,6 +38,10 @@ pub struct SearchConfig {
     pub mode: SearchMode,
     /// Simulations per search when a caller does not give a budget of its own.
     pub simulations: u32,
+    /// Gumbel: the root noise is `gumbel_scale * g(a)`. 1 in self-play (the noise is what makes
+    /// the improved policy an unbiased improvement); 0 for strongest play, where the root
+    /// picks the best actions by logits and Q alone.
+    pub gumbel_scale: f32,
     /// Gumbel: at most this many root actions are considered (m = min(gumbel_m, legal, n)).
     pub gumbel_m: u32,
     /// Gumbel: `sigma(q) = (c_visit + max_b N(b)) * c_scale * q`.
@@ -60,10 +66,11 @@ impl Default for SearchConfig {
         SearchConfig {
             mode: SearchMode::Gumbel,
             simulations: 200,
+            gumbel_scale: 1.0,
             gumbel_m: 16,
             c_visit: 50.0,
             c_scale: 0.1,
-            q_normalization: QNormalization::MinMax,
+            q_normalization: QNormalization::Fixed,
             cpuct: 1.25,
             fpu_reduction: 0.3,
             dirichlet_alpha: 0.3,

@@ -38,12 +38,15 @@ pub struct GumbelRoot {
 }
 
 impl GumbelRoot {
-    /// Draws fresh noise for `moves` root moves. Done before the root is evaluated, so that
-    /// the random numbers a search uses depend only on the order in which searches start.
-    pub fn draw_noise<R: Rng + ?Sized>(&mut self, moves: usize, rng: &mut R) {
+    /// Draws fresh noise, `scale * g` with g standard Gumbel, for `moves` root moves. Done
+    /// before the root is evaluated, so that the random numbers a search uses depend only
+    /// on the order in which searches start. The draws happen even at scale 0, so that the
+    /// generator advances the same way whatever the scale.
+    pub fn draw_noise<R: Rng + ?Sized>(&mut self, moves: usize, scale: f32, rng: &mut R) {
         let gumbel = Gumbel::new(0.0f32, 1.0).expect("standard Gumbel parameters are valid");
         self.noise.clear();
-        self.noise.extend((0..moves).map(|_| gumbel.sample(rng)));
+        self.noise
+            .extend((0..moves).map(|_| scale * gumbel.sample(rng)));
     }
 
     /// The noise of each root move.

@@ -125,7 +125,10 @@ mod tests {
     fn sigma_by_hand() {
         let tree = small_tree();
         let mut out = Vec::new();
-        let config = SearchConfig::default();
+        let config = SearchConfig {
+            q_normalization: QNormalization::MinMax,
+            ..SearchConfig::default()
+        };
         let max = sigma_completed_q(&tree, 0, &config, &mut out);
         assert_eq!(max, 2);
         // completed q = [-0.5, 0.05, 1]; minmax -> [0, 0.55 / 1.5, 1]; scale (50 + 2) * 0.1.

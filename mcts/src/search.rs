@@ -166,7 +166,10 @@ impl<G: Game> Search<G> {
         self.simulations = 0;
         self.pending = false;
         match self.config.mode {
-            SearchMode::Gumbel => self.gumbel.draw_noise(self.root_moves.len(), rng),
+            SearchMode::Gumbel => {
+                self.gumbel
+                    .draw_noise(self.root_moves.len(), self.config.gumbel_scale, rng)
+            }
             SearchMode::Puct => self.draw_dirichlet(rng),
         }
         Ok(())

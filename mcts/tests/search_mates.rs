@@ -32,10 +32,13 @@ fn forces_mate_in_two(pos: &Chess, mv: Move) -> bool {
         })
 }
 
-/// With uniform priors the root must consider every move: m covers all legal moves.
+/// With uniform priors the root must consider every move (m covers all legal moves), and
+/// play without root noise: with 60 moves the largest of 60 Gumbel draws outweighs the
+/// sigma bonus of a mate at small budgets, which is right for self-play, not for solving.
 fn all_moves_config(base: SearchConfig) -> SearchConfig {
     SearchConfig {
         gumbel_m: 256,
+        gumbel_scale: 0.0,
         ..base
     }
 }
@@ -82,11 +85,15 @@ fn mate_in_two_share(config: SearchConfig, budget: u32) -> f64 {
     solved as f64 / positions.len() as f64
 }
 
+// Measured with these seeds: Gumbel 70 of 212 (0.330), PUCT 65 of 212 (0.307). Both
+// searches only learn that a reply is refuted by finding its mate in one, and with uniform
+// priors that takes many visits per reply; there is no mate solver (proven values) yet.
+
 #[test]
 fn most_mates_in_two_are_found_with_gumbel() {
     let share = mate_in_two_share(all_moves_config(SearchConfig::default()), 2000);
     assert!(
-        share >= 0.0,
+        share >= 0.3,
         "solved {share:.3} of the mates in two with 2000 simulations"
     );
 }
@@ -95,7 +102,7 @@ fn most_mates_in_two_are_found_with_gumbel() {
 fn most_mates_in_two_are_found_with_puct() {
     let share = mate_in_two_share(SearchConfig::puct(), 2000);
     assert!(
-        share >= 0.0,
+        share >= 0.28,
         "solved {share:.3} of the mates in two with 2000 simulations"
     );
 }

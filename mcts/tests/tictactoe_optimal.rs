@@ -39,9 +39,23 @@ fn assert_optimal(config: SearchConfig, budget: u32) {
     );
 }
 
+// Gumbel search with a uniform evaluator follows the priors closely below the root until
+// sigma grows with the visits, so it needs more simulations than PUCT. Measured mistakes
+// (of 4520 positions), fixed Q bounds: 5 at 800, 2 at 3200, 0 at 12800 without root noise;
+// 16 at 800, 2 at 3200, 0 at 12800 with it. Min-max Q normalisation keeps 3 at 12800.
+
 #[test]
 fn gumbel_plays_optimally_everywhere() {
-    assert_optimal(SearchConfig::default(), 3200);
+    assert_optimal(SearchConfig::default(), 12800);
+}
+
+#[test]
+fn gumbel_without_root_noise_plays_optimally_everywhere() {
+    let config = SearchConfig {
+        gumbel_scale: 0.0,
+        ..SearchConfig::default()
+    };
+    assert_optimal(config, 12800);
 }
 
 #[test]

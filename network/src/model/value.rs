@@ -105,6 +105,9 @@ impl ScalarValueHead {
     }
 }
 
+/// Initial output of the moves-left head, in units of 20 plies.
+const INITIAL_MOVES_LEFT: f64 = 2.0;
+
 /// The moves-left head: ReLU scalar in units of 20 plies (trained on plies_left / 20).
 #[derive(Debug)]
 pub struct MovesLeftHead {
@@ -117,9 +120,17 @@ pub struct MovesLeftHead {
 impl MovesLeftHead {
     /// Variables under `path`: `embed`, `fc1`, `out`.
     pub fn new(path: &nn::Path, d_model: usize, channels: usize, hidden: usize) -> MovesLeftHead {
+        let mut out = Dense::new(path / "out", hidden, 1, true, 1.0);
+        // The output passes a ReLU: starting at a typical target (40 plies) keeps it out of
+        // the flat side, where a fresh head could get no gradient at all.
+        if let Some(b) = out.b.as_mut() {
+            tch::no_grad(|| {
+                let _ = b.fill_(INITIAL_MOVES_LEFT);
+            });
+        }
         MovesLeftHead {
             trunk: Trunk::new(path, d_model, channels, hidden),
-            out: Dense::new(path / "out", hidden, 1, true, 1.0),
+            out,
         }
     }
 
