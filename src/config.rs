@@ -69,8 +69,12 @@ pub struct RunConfig {
     pub seed: u64,
     /// Largest batch the inference thread runs.
     pub max_batch: usize,
-    /// Threads libtorch may use (0: its default).
+    /// Threads libtorch may use for training (0: its default, one per core).
     pub torch_threads: usize,
+    /// Threads libtorch may use in the inference thread of self-play and evaluation (0: its
+    /// default). The actor threads need cores too: more threads than free cores make
+    /// libtorch's OpenMP workers spin-wait for each other, which costs far more than it gains.
+    pub inference_threads: usize,
 }
 
 impl Default for RunConfig {
@@ -85,8 +89,31 @@ impl Default for RunConfig {
             seed: 1,
             max_batch: 256,
             torch_threads: 0,
+            inference_threads: 1,
         }
     }
+}
+
+impl RunConfig {
+    /// Makes libtorch use the training thread count from now on.
+    pub fn use_training_threads(&self) {
+        set_torch_threads(self.torch_threads);
+    }
+
+    /// Makes libtorch use the inference thread count; call it before an inference thread
+    /// starts (a new thread takes the count that is set when it first runs the net).
+    pub fn use_inference_threads(&self) {
+        set_torch_threads(self.inference_threads);
+    }
+}
+
+fn set_torch_threads(n: usize) {
+    let n = if n == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        n
+    };
+    tch::set_num_threads(n as i32);
 }
 
 impl Config {

@@ -19,11 +19,11 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the whole training loop: self-play, train, publish, repeat.
-    Train(commands::train::TrainArgs),
+    Train(run::session::RunArgs),
     /// Self-play worker: plays games with the newest net of a run directory.
-    Selfplay,
+    Selfplay(commands::selfplay::SelfplayArgs),
     /// Trainer: learns from the games that workers write to a run directory.
-    Learn,
+    Learn(run::session::RunArgs),
     /// Play a match between two nets or engines.
     Match,
     /// Rate all generations of a run against each other.
@@ -40,6 +40,8 @@ enum Command {
     Bench(commands::bench::BenchArgs),
     /// Describe a config or a net.
     Info(commands::info::InfoArgs),
+    /// Inspect the encoding: the policy move list, a position's input planes.
+    Debug(commands::debug::DebugArgs),
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -47,6 +49,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Info(args) => commands::info::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Train(args) => commands::train::run(&args),
+        Command::Selfplay(args) => commands::selfplay::run(&args),
+        Command::Learn(args) => commands::learn::run(&args),
+        Command::Debug(args) => commands::debug::run(&args),
         other => {
             let name = format!("{other:?}").to_lowercase();
             anyhow::bail!("`cfzero {name}` is not implemented yet")

@@ -1,7 +1,7 @@
 //! Record files: round trip, and torn or corrupt files are detected.
 
 use cfzero_selfplay::record::{decode_records, encode_records, read_records, write_records};
-use cfzero_selfplay::targets::{SHORT_TERM_THETA, short_term_targets};
+use cfzero_selfplay::window::{ReplayWindow, WindowConfig};
 use cfzero_selfplay::{GameRecord, GameResult, PositionRecord, RecordError, Termination};
 use std::path::Path;
 
@@ -98,21 +98,71 @@ fn error_names_the_file() {
     );
 }
 
+/// The reader that scans a run's game directories (the replay window's) skips a torn file,
+/// a file with a flipped byte, an empty file and a leftover temporary file of an atomic
+/// write, reports each bad record file once, and trains on every intact game only.
 #[test]
-fn short_term_targets_match_hand_computation() {
-    let mut out = Vec::new();
-    // theta = 1/2: st[1] = 0.5 * -0.2 - 0.5 * -1 = 0.4; st[0] = 0.5 * 0.5 - 0.5 * 0.4 = 0.05.
-    short_term_targets(&[0.5, -0.2], -1.0, 0.5, &mut out);
-    assert!(
-        (out[1] - 0.4).abs() < 1e-6 && (out[0] - 0.05).abs() < 1e-6,
-        "{out:?}"
-    );
-    // theta = 5/6: st[1] = -0.2/6 + 5/6 = 0.8; st[0] = 0.5/6 - (5/6) * 0.8 = -0.583333.
-    short_term_targets(&[0.5, -0.2], -1.0, SHORT_TERM_THETA, &mut out);
-    assert!(
-        (out[1] - 0.8).abs() < 1e-6 && (out[0] + 0.583_333).abs() < 1e-5,
-        "{out:?}"
-    );
-    short_term_targets(&[], 1.0, SHORT_TERM_THETA, &mut out);
-    assert!(out.is_empty());
+fn directory_scan_skips_torn_and_corrupt_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let games = sample_games();
+    let trainable: usize = games
+        .iter()
+        .flat_map(|g| &g.positions)
+        .filter(|p| p.is_trainable())
+        .count();
+    assert_eq!(trainable, 3);
+    let gen1 = dir.path().join("gen-0001");
+    let gen2 = dir.path().join("gen-0002");
+    std::fs::create_dir_all(&gen1).unwrap();
+    std::fs::create_dir_all(&gen2).unwrap();
+    let bytes = encode_records(&games);
+    // Intact: one file in each generation.
+    write_records(&gen1.join("g00000.cfzg"), &games).unwrap();
+    write_records(&gen2.join("g00000.cfzg"), &games).unwrap();
+    // Torn: the end of the file never reached the disk.
+    let torn = gen1.join("g00001.cfzg");
+    std::fs::write(&torn, &bytes[..bytes.len() - 7]).unwrap();
+    // Corrupt: one bit flipped in the compressed payload.
+    let flipped = gen2.join("g00001.cfzg");
+    let mut b = bytes.clone();
+    let last = b.len() - 1;
+    b[last] ^= 0x01;
+    std::fs::write(&flipped, &b).unwrap();
+    // Created but never written.
+    let empty = gen2.join("g00002.cfzg");
+    std::fs::write(&empty, b"").unwrap();
+    // What a kill during an atomic write leaves: not a record file, never read.
+    std::fs::write(gen2.join("g00003.cfzg.tmp4242"), &bytes[..10]).unwrap();
+
+    let mut window = ReplayWindow::new(WindowConfig {
+        min_positions: 1000,
+        max_positions: 1000,
+        alpha: 0.75,
+        beta: 0.4,
+    });
+    let (added, skipped) = window.load_new_files(dir.path()).unwrap();
+    assert_eq!(added, 2 * games.len(), "the intact files' games");
+    assert_eq!(window.games(), 2 * games.len());
+    assert_eq!(window.positions(), 2 * trainable);
+    let mut bad: Vec<_> = skipped.iter().map(|s| s.path.clone()).collect();
+    bad.sort();
+    assert_eq!(bad, vec![torn, flipped, empty]);
+    for s in &skipped {
+        assert!(
+            matches!(s.error, RecordError::Corrupt { .. }),
+            "{}: {}",
+            s.path.display(),
+            s.error
+        );
+        // The warning names the file.
+        assert!(
+            s.error.to_string().contains(&*s.path.to_string_lossy()),
+            "{}",
+            s.error
+        );
+    }
+    // A second scan neither re-reads the good files nor re-reports the bad ones.
+    let (added, skipped) = window.load_new_files(dir.path()).unwrap();
+    assert_eq!((added, skipped.len()), (0, 0));
+    assert_eq!(window.positions(), 2 * trainable);
 }

@@ -23,6 +23,8 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     /// Search speed (simulations per second) with a built-in evaluator, one thread.
     Mcts(MctsArgs),
+    /// Network speed: evaluations per second per batch size, training samples per second.
+    Nn(super::bench_nn::NnArgs),
 }
 
 /// The evaluator of `bench mcts`.
@@ -67,6 +69,7 @@ pub struct MctsArgs {
 pub fn run(args: &BenchArgs) -> Result<()> {
     match &args.what {
         BenchCommand::Mcts(a) => mcts(a),
+        BenchCommand::Nn(a) => super::bench_nn::run(a),
     }
 }
 

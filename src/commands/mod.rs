@@ -1,5 +1,9 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_nn;
+pub mod debug;
 pub mod info;
+pub mod learn;
+pub mod selfplay;
 pub mod train;

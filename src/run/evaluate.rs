@@ -30,13 +30,19 @@ pub fn evaluate(
         max_batch: config.run.max_batch,
         ..InferenceOptions::default()
     };
+    config.run.use_inference_threads();
     let a: InferenceHandle<ChessState> = InferenceServer::spawn(candidate, opts);
     let b: InferenceHandle<ChessState> = InferenceServer::spawn(first, opts);
     let sims = config.run.eval_simulations;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let max_plies = config.selfplay.max_plies;
-    let mut new = SearchPlayer::new("new", &a, config.search.clone(), sims);
-    let mut old = SearchPlayer::new("gen-0000", &b, config.search.clone(), sims);
+    // Strongest play: no root noise (the openings and the random mover give the variety).
+    let search = cfzero_mcts::SearchConfig {
+        gumbel_scale: 0.0,
+        ..config.search.clone()
+    };
+    let mut new = SearchPlayer::new("new", &a, search.clone(), sims);
+    let mut old = SearchPlayer::new("gen-0000", &b, search, sims);
     let (vs_first, _) = play_match(&mut new, &mut old, openings, max_plies, &mut rng)?;
     let mut random = RandomPlayer::default();
     let (vs_random, _) = play_match(&mut new, &mut random, openings, max_plies, &mut rng)?;

@@ -39,6 +39,7 @@ pub fn train(
     if steps == 0 {
         return Ok(summary);
     }
+    config.run.use_training_threads();
     let seed = config.run.seed ^ learner.steps().wrapping_mul(0x2545_F491_4F6C_DD1D);
     let loader = Loader::start(
         window.clone(),

@@ -5,3 +5,4 @@ pub mod evaluate;
 pub mod learn_phase;
 pub mod progress;
 pub mod selfplay_phase;
+pub mod session;

@@ -17,3 +17,14 @@ pub fn bar(len: u64, prefix: &str, unit: &str) -> ProgressBar {
     pb.set_prefix(prefix.to_string());
     pb
 }
+
+/// A spinner with a message, for waiting on something whose length is unknown.
+pub fn spinner(message: String) -> ProgressBar {
+    let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("a valid template"),
+    );
+    pb.set_message(message);
+    pb.enable_steady_tick(std::time::Duration::from_millis(250));
+    pb
+}

@@ -54,24 +54,47 @@ impl SelfplaySummary {
     }
 }
 
-/// Index of the next record file in `dir` (one game a file, named `gNNNNN.cfzg`).
-fn next_index(dir: &Path) -> Result<u64> {
+/// The file name of record `index` of `worker` (`gNNNNN.cfzg`, or `WORKER-gNNNNN.cfzg` when
+/// several workers share a run directory).
+fn record_name(worker: &str, index: u64) -> String {
+    if worker.is_empty() {
+        format!("g{index:05}.{RECORD_EXTENSION}")
+    } else {
+        format!("{worker}-g{index:05}.{RECORD_EXTENSION}")
+    }
+}
+
+/// Index of the next record file of `worker` in `dir`.
+fn next_index(dir: &Path, worker: &str) -> Result<u64> {
+    let prefix = if worker.is_empty() {
+        "g".to_string()
+    } else {
+        format!("{worker}-g")
+    };
     let mut next = 0;
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let name = entry?.file_name().to_string_lossy().into_owned();
         if let Some(n) = name
-            .strip_prefix('g')
+            .strip_prefix(&prefix)
             .and_then(|r| r.strip_suffix(&format!(".{RECORD_EXTENSION}")))
+            && let Ok(n) = n.parse::<u64>()
         {
-            if let Ok(n) = n.parse::<u64>() {
-                next = next.max(n + 1);
-            }
+            next = next.max(n + 1);
         }
     }
     Ok(next)
 }
 
-/// Plays `games` more games with `net` into `games_dir` (records of generation `generation`).
+/// A seed for `worker` that differs between workers and from the unnamed one.
+fn worker_seed(worker: &str) -> u64 {
+    worker
+        .bytes()
+        .fold(0, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Plays `games` more games with `net` into `games_dir` (records of generation `generation`),
+/// naming the files after `worker` (empty for the one worker of `cfzero train`).
+#[allow(clippy::too_many_arguments)]
 pub fn play(
     config: &Config,
     net: Net,
@@ -79,16 +102,18 @@ pub fn play(
     generation: u32,
     games: usize,
     openings: &[String],
+    worker: &str,
     stop: &AtomicBool,
 ) -> Result<SelfplaySummary> {
     std::fs::create_dir_all(games_dir)
         .with_context(|| format!("creating {}", games_dir.display()))?;
-    let first = next_index(games_dir)?;
+    let first = next_index(games_dir, worker)?;
     let mut summary = SelfplaySummary::default();
     if games == 0 {
         return Ok(summary);
     }
     let start = Instant::now();
+    config.run.use_inference_threads();
     let handle: InferenceHandle<ChessState> = InferenceServer::spawn(
         net,
         InferenceOptions {
@@ -106,8 +131,13 @@ pub fn play(
             let share = games / actors + usize::from(a < games % actors);
             let (tx, handle) = (tx.clone(), handle.clone());
             let id = ActorId {
-                generation,
-                seed: config.run.seed ^ (u64::from(generation) << 32) ^ (first << 8) ^ a as u64,
+                // The records of games/gen-N are played by net gen-(N-1).
+                generation: generation.saturating_sub(1),
+                seed: config.run.seed
+                    ^ worker_seed(worker)
+                    ^ (u64::from(generation) << 32)
+                    ^ (first << 8)
+                    ^ a as u64,
             };
             threads.push(scope.spawn(move || {
                 play_games(
@@ -126,7 +156,7 @@ pub fn play(
         }
         drop(tx);
         for (index, game) in (first..).zip(rx) {
-            let path = games_dir.join(format!("g{index:05}.{RECORD_EXTENSION}"));
+            let path = games_dir.join(record_name(worker, index));
             if let Err(e) = write_records(&path, std::slice::from_ref(&game.record)) {
                 write_error.get_or_insert(e);
                 continue;

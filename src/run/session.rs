@@ -1,0 +1,350 @@
+//! The trainer's side of a run, shared by `cfzero train` (which also plays the games) and
+//! `cfzero learn` (which takes them from separate `cfzero selfplay` workers): open or resume
+//! the run directory, keep the replay window fed, train, publish, evaluate and log.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use anyhow::{Context, Result};
+use cfzero_network::checkpoint::{load_net, save_net, write_file_atomically};
+use cfzero_network::{Net, parse_device};
+use cfzero_selfplay::openings::read_openings;
+use cfzero_selfplay::window::ReplayWindow;
+use cfzero_trainer::{EventWriter, Learner};
+use clap::Args;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use tch::Device;
+
+use crate::config::Config;
+use crate::error::user_error;
+use crate::run::dir::RunDir;
+use crate::run::learn_phase::{self, LearnSummary};
+use crate::run::{evaluate, selfplay_phase};
+use crate::user_bail;
+
+/// The arguments of `train` and `learn` that open a run.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Config file (TOML).
+    #[arg(long, default_value = "configs/tiny.toml")]
+    pub config: PathBuf,
+    /// Run directory: nets, games, logs and state go there.
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Continue the run in `--run` where it stopped.
+    #[arg(long)]
+    pub resume: bool,
+    /// With --resume: accept a config that differs from the run's frozen one (and freeze the new one).
+    #[arg(long)]
+    pub force: bool,
+    /// Stop after this many generations in total (default: no limit).
+    #[arg(long)]
+    pub generations: Option<u32>,
+    /// Stop after the first generation that ends past this many minutes.
+    #[arg(long)]
+    pub minutes: Option<f64>,
+    /// Device: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Start from this net (e.g. an imported Lc0 net) instead of random weights.
+    #[arg(long)]
+    pub init_from: Option<PathBuf>,
+}
+
+/// An open run, from the trainer's side.
+pub struct Session {
+    /// The run's config.
+    pub config: Config,
+    /// The run directory.
+    pub dir: RunDir,
+    /// Where nets run.
+    pub device: Device,
+    /// The net being trained, its optimizer and SWA.
+    pub learner: Learner,
+    /// Positions to train on, shared with the loader threads.
+    pub window: Arc<RwLock<ReplayWindow>>,
+    /// TensorBoard log.
+    pub tb: EventWriter,
+    /// Newest published generation.
+    pub generation: u32,
+    eval_openings: Vec<String>,
+}
+
+impl Session {
+    /// Creates the run directory (or resumes the run in it) and loads the newest net, the
+    /// trainer state and every game on disk.
+    pub fn open(args: &RunArgs) -> Result<Session> {
+        let config = Config::load(&args.config)?;
+        let device = parse_device(&args.device).map_err(user_error)?;
+        let dir = RunDir::new(&args.run);
+        freeze_config(&dir, &config, args)?;
+        let eval_openings = match &config.run.eval_openings {
+            Some(p) => {
+                let mut all = read_openings(p).map_err(user_error)?;
+                all.shuffle(&mut ChaCha8Rng::seed_from_u64(config.run.seed));
+                all.truncate(config.run.eval_openings_count.max(1));
+                all
+            }
+            None => Vec::new(),
+        };
+
+        // The last published net is the commit point of a generation.
+        let generation = match dir.published()?.last() {
+            Some(&g) => g,
+            None => {
+                let net = match &args.init_from {
+                    Some(p) => load_net(p, device).map_err(user_error)?,
+                    None => {
+                        tch::manual_seed(config.run.seed as i64);
+                        Net::new(&config.network, device).map_err(user_error)?
+                    }
+                };
+                save_net(&net, &dir.net(0))?;
+                0
+            }
+        };
+        let net = load_net(&dir.net(generation), device)?;
+        if net.config != config.network {
+            user_bail!(
+                "the run's nets do not have the shape of [network] in {}",
+                args.config.display()
+            );
+        }
+        let mut learner = Learner::new(net, config.train.clone());
+        let (weights, optim) = dir.trainer_state(generation);
+        if weights.exists() && optim.exists() {
+            learner
+                .load_state(&weights, &optim)
+                .context("loading the trainer state")?;
+        } else if generation > 0 {
+            eprintln!(
+                "note: no trainer state for generation {generation}; training continues from the published net with a fresh optimizer"
+            );
+        }
+        let window = Arc::new(RwLock::new(ReplayWindow::new(config.window.clone())));
+        let tb = EventWriter::create(&dir.tensorboard())?;
+        let mut session = Session {
+            config,
+            dir,
+            device,
+            learner,
+            window,
+            tb,
+            generation,
+            eval_openings,
+        };
+        let games = session.load_new_games()?;
+        if games > 0 {
+            eprintln!(
+                "resume: {games} games, {} positions in the replay window",
+                session.window_positions()
+            );
+        }
+        eprintln!(
+            "run {}: generation {generation}, {} parameters, device {device:?}",
+            session.dir.root().display(),
+            session.learner.net().parameter_count()
+        );
+        Ok(session)
+    }
+
+    /// Adds the game records written since the last call to the replay window; returns
+    /// how many games were added. Torn or corrupt files are skipped with a warning.
+    pub fn load_new_games(&mut self) -> Result<usize> {
+        let mut w = self
+            .window
+            .write()
+            .expect("the window lock is never poisoned");
+        let (games, skipped) = w.load_new_files(&self.dir.all_games())?;
+        for s in skipped {
+            eprintln!("warning: skipping {}", s.error);
+        }
+        Ok(games)
+    }
+
+    /// Positions in the replay window.
+    pub fn window_positions(&self) -> usize {
+        self.window
+            .read()
+            .expect("the window lock is never poisoned")
+            .positions()
+    }
+
+    /// Trains one generation's steps and publishes the next net: the trainer state first,
+    /// the net last (the commit point). `None` if `stop` interrupted the training.
+    pub fn train_and_publish(&mut self, stop: &AtomicBool) -> Result<Option<LearnSummary>> {
+        let summary = learn_phase::train(
+            &self.config,
+            &mut self.learner,
+            &self.window,
+            self.config.run.steps_per_generation,
+            &mut self.tb,
+            stop,
+        )?;
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let next = self.generation + 1;
+        let (w, o) = self.dir.trainer_state(next);
+        self.learner.save_state(&w, &o)?;
+        self.learner.publish(&self.dir.net(next))?;
+        self.dir.prune_trainer_states(next);
+        self.generation = next;
+        Ok(Some(summary))
+    }
+
+    /// Plays the evaluation matches if this generation is due for them; returns the text
+    /// for the generation's summary line (empty if not due).
+    pub fn evaluate_if_due(&mut self) -> Result<String> {
+        let every = self.config.run.eval_every;
+        if every == 0 || self.generation % every != 0 {
+            return Ok(String::new());
+        }
+        let candidate = load_net(&self.dir.net(self.generation), self.device)?;
+        let first = load_net(&self.dir.net(0), self.device)?;
+        let e = evaluate::evaluate(
+            &self.config,
+            candidate,
+            first,
+            &self.eval_openings,
+            self.config.run.seed ^ u64::from(self.generation),
+        )?;
+        let step = self.learner.steps();
+        self.tb
+            .scalar("eval/score_vs_gen0", step, e.vs_first.score())?;
+        self.tb
+            .scalar("eval/score_vs_random", step, e.vs_random.score())?;
+        self.tb.flush()?;
+        Ok(format!(
+            " | vs gen0 {:.0}% (+{} ={} -{}) vs random {:.0}% (+{} ={} -{})",
+            100.0 * e.vs_first.score(),
+            e.vs_first.wins,
+            e.vs_first.draws,
+            e.vs_first.losses,
+            100.0 * e.vs_random.score(),
+            e.vs_random.wins,
+            e.vs_random.draws,
+            e.vs_random.losses
+        ))
+    }
+
+    /// Prints a generation's summary line and appends it to `log.tsv`.
+    pub fn log_line(&self, line: &str) -> Result<()> {
+        println!("{line}");
+        let path = self.dir.log();
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        // One write of the whole line: `writeln!` would write the line and the newline
+        // separately, and a kill between them would glue the next run's line onto this one.
+        f.write_all(format!("{line}\n").as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(())
+    }
+
+    /// Logs a self-play phase's statistics to TensorBoard at step `generation`.
+    pub fn log_selfplay(
+        &mut self,
+        generation: u32,
+        sp: &selfplay_phase::SelfplaySummary,
+    ) -> Result<()> {
+        let tb = &mut self.tb;
+        let g = u64::from(generation);
+        let secs = sp.seconds.max(1e-9);
+        tb.scalar("selfplay/games", g, sp.games as f64)?;
+        tb.scalar("selfplay/game_length", g, sp.mean_length())?;
+        tb.scalar("selfplay/white_wins", g, sp.results[0] as f64)?;
+        tb.scalar("selfplay/draws", g, sp.results[1] as f64)?;
+        tb.scalar("selfplay/black_wins", g, sp.results[2] as f64)?;
+        tb.scalar(
+            "selfplay/positions_per_second",
+            g,
+            sp.positions as f64 / secs,
+        )?;
+        tb.scalar("selfplay/nodes_per_second", g, sp.simulations as f64 / secs)?;
+        tb.scalar("selfplay/avg_batch", g, sp.inference.average_batch())?;
+        tb.scalar(
+            "selfplay/inference_busy",
+            g,
+            sp.inference.busy_seconds / secs,
+        )?;
+        if sp.positions > 0 {
+            tb.scalar(
+                "selfplay/bytes_per_position",
+                g,
+                sp.record_bytes as f64 / sp.positions as f64,
+            )?;
+        }
+        if sp.resign_checked > 0 {
+            tb.scalar(
+                "selfplay/resign_false_positive_rate",
+                g,
+                sp.resign_false_positives as f64 / sp.resign_checked as f64,
+            )?;
+        }
+        tb.flush()?;
+        Ok(())
+    }
+}
+
+/// Refuses to resume with a different config unless forced; writes the frozen config.
+fn freeze_config(dir: &RunDir, config: &Config, args: &RunArgs) -> Result<()> {
+    let frozen = dir.config();
+    if frozen.exists() {
+        if !args.resume {
+            user_bail!(
+                "run directory {} already holds a run: pass --resume to continue it",
+                dir.root().display()
+            );
+        }
+        let old = Config::load(&frozen)?;
+        if &old != config && !args.force {
+            user_bail!(
+                "{} differs from the config the run was started with ({}): pass --force to continue with it",
+                args.config.display(),
+                frozen.display()
+            );
+        }
+    }
+    dir.create()?;
+    if !frozen.exists() || args.force {
+        write_file_atomically(&frozen, config.to_toml().as_bytes())
+            .with_context(|| format!("writing {}", frozen.display()))?;
+    }
+    Ok(())
+}
+
+/// A flag that the first Ctrl-C sets (finish cleanly); a second Ctrl-C exits at once.
+pub fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            eprintln!("\nsecond Ctrl-C: exiting now (the run resumes from the last published net)");
+            std::process::exit(130);
+        }
+        eprintln!("\nCtrl-C: finishing cleanly; press again to exit at once");
+    });
+    stop
+}
+
+/// Number of game record files directly in `dir` (0 if it does not exist).
+pub fn count_records(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .filter(|e| {
+                    e.path()
+                        .extension()
+                        .is_some_and(|x| x == cfzero_selfplay::record::RECORD_EXTENSION)
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}

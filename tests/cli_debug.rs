@@ -1,0 +1,148 @@
+//! `cfzero debug` and bad input on the command line: a one-line message naming the bad
+//! thing, exit code 2, never a panic.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use sha2::{Digest, Sha256};
+
+/// SHA-256 of the 1858 UCI strings, one a line (DESIGN.md §2).
+const MOVES_SHA256: &str = "eb2483cf8f53bb000dd6ca437c4ecd383b391bb5fee468b6c30f7f167fb591c5";
+const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+
+fn cfzero(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cfzero"))
+        .args(args)
+        .output()
+        .expect("cfzero runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// The command failed as bad user input: exit code 2 and one line on stderr that
+/// contains every one of `names`.
+fn assert_user_error(args: &[&str], names: &[&str]) {
+    let out = cfzero(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    for name in names {
+        assert!(err.contains(name), "{args:?}: {err:?} should name {name:?}");
+    }
+}
+
+#[test]
+fn debug_moves_prints_the_policy_index() {
+    let out = cfzero(&["debug", "moves"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 1858);
+    let hash: String = Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(hash, MOVES_SHA256);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        (lines[0], lines[103], lines[1792]),
+        ("a1b1", "e1h1", "a7a8q")
+    );
+}
+
+/// The plane lines of `debug planes` output as (index, rest of the line).
+fn plane_lines(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let (index, rest) = l.trim_start().split_once(' ').unwrap();
+            (index.parse().unwrap(), rest.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn debug_planes_prints_the_non_zero_planes() {
+    let out = cfzero(&["debug", "planes", "--fen", START]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    assert!(text.starts_with(&format!("# {START}")), "{text}");
+    let planes = plane_lines(&text);
+    // 12 piece planes, 4 castling planes and the plane of ones; the clock is 0.
+    let indices: Vec<usize> = planes.iter().map(|p| p.0).collect();
+    let mut expected: Vec<usize> = (0..12).collect();
+    expected.extend([104, 105, 106, 107, 111]);
+    assert_eq!(indices, expected, "{text}");
+    assert!(planes[0].1.contains("our pawns"), "{text}");
+    assert!(planes[0].1.ends_with("a2 b2 c2 d2 e2 f2 g2 h2"), "{text}");
+    assert!(planes[5].1.ends_with("e1"), "{text}");
+
+    // After 1.e4 e5 2.Nf3 black is to move: mirrored board, history, clock 1.
+    let out = cfzero(&[
+        "debug",
+        "planes",
+        "--fen",
+        START,
+        "--moves",
+        "e2e4 e7e5 g1f3",
+    ]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let planes = plane_lines(&text);
+    let line = |i: usize| &planes.iter().find(|p| p.0 == i).unwrap().1;
+    assert!(line(0).ends_with("a2 b2 c2 d2 f2 g2 h2 e4"), "{text}");
+    assert!(
+        line(7).ends_with("f6 b8"),
+        "their knights f3, b1 mirrored: {text}"
+    );
+    assert!(line(108).contains("black to move"), "{text}");
+    assert!(line(109).contains("value 1 on all squares"), "{text}");
+    assert!(
+        planes.iter().any(|p| p.0 == 13 * 3),
+        "t3 = start position: {text}"
+    );
+    assert!(planes.iter().all(|p| p.0 < 13 * 4 || p.0 >= 104), "{text}");
+}
+
+#[test]
+fn bad_fen_and_moves_are_one_line_errors() {
+    assert_user_error(&["debug", "planes", "--fen", "not a fen"], &["not a fen"]);
+    assert_user_error(
+        &["debug", "planes", "--fen", "8/8/8/8/8/8/8/8 w - - 0 1"],
+        &["invalid FEN"],
+    );
+    assert_user_error(
+        &["debug", "planes", "--fen", START, "--moves", "e2e4 e2e4"],
+        &["illegal move", "e2e4", "--moves"],
+    );
+    assert_user_error(
+        &["debug", "planes", "--moves", "e2e4 e7e9"],
+        &["invalid UCI move", "e7e9"],
+    );
+}
+
+#[test]
+fn bad_config_files_are_one_line_errors() {
+    assert_user_error(
+        &["info", "--config", "/nonexistent.toml"],
+        &["/nonexistent.toml"],
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join(format!("cli_debug_unknown_key_{}.toml", std::process::id()));
+    std::fs::write(&path, "[network]\nlayers = 1\nbogus_key = 3\n").unwrap();
+    let shown = path.display().to_string();
+    assert_user_error(
+        &["info", "--config", &shown],
+        &[shown.as_str(), "bogus_key", "line 3"],
+    );
+    std::fs::write(&path, "[network]\nlayers = \"many\"\n").unwrap();
+    assert_user_error(&["info", "--config", &shown], &[shown.as_str(), "line 2"]);
+    std::fs::remove_file(&path).unwrap();
+}

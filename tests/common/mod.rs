@@ -1,0 +1,398 @@
+//! Helpers of the `train` integration tests: run the binary, and check every kind of file a
+//! run directory holds with an independent reader.
+
+// Each test binary uses a part of these helpers.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cfzero_mcts::chess::TerminalReason;
+use cfzero_network::{NetworkConfig, load_net};
+use cfzero_selfplay::record::{RECORD_EXTENSION, read_records};
+use cfzero_selfplay::replay::replay;
+use cfzero_selfplay::targets::{SHORT_TERM_THETA, short_term_targets};
+use cfzero_selfplay::{GameRecord, GameResult, Termination};
+use cfzero_trainer::tensorboard::{ScalarEvent, read_scalars};
+use shakmaty::CastlingMode;
+use tch::Device;
+
+/// The workspace root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `micro` preset.
+pub fn micro_config() -> PathBuf {
+    repo_root().join("configs/micro.toml")
+}
+
+/// Writes `micro.toml` with whole lines replaced (each `from` must be a line of it) to `path`.
+pub fn micro_with(path: &Path, replace: &[(&str, &str)]) -> PathBuf {
+    let mut text = std::fs::read_to_string(micro_config()).unwrap();
+    for (from, to) in replace {
+        let n = text.lines().filter(|l| l == from).count();
+        assert_eq!(n, 1, "micro.toml should have the line {from:?} once");
+        text = text
+            .lines()
+            .map(|l| if l == *from { *to } else { l })
+            .collect::<Vec<_>>()
+            .join("\n");
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+    path.to_path_buf()
+}
+
+/// `cfzero` with `args`, run from the workspace root.
+pub fn cfzero(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cfzero"));
+    cmd.args(args).current_dir(repo_root());
+    cmd
+}
+
+/// Runs `cfzero train` with `args` to the end and asserts that it succeeded.
+pub fn train(args: &[&str]) -> Output {
+    let mut all = vec!["train", "--device", "cpu"];
+    all.extend_from_slice(args);
+    let out = cfzero(&all).output().expect("cfzero runs");
+    assert!(
+        out.status.success(),
+        "cfzero {all:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `train --config CONFIG --run RUN --generations N [extra]`.
+pub fn train_run(config: &Path, run: &Path, generations: u32, extra: &[&str]) -> Output {
+    let generations = generations.to_string();
+    let mut args = vec![
+        "--config",
+        config.to_str().unwrap(),
+        "--run",
+        run.to_str().unwrap(),
+        "--generations",
+        &generations,
+    ];
+    args.extend_from_slice(extra);
+    train(&args)
+}
+
+/// Every file under `dir`, recursively, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Whether `path` is the temporary file of an atomic write (`NAME.tmpPID`).
+pub fn is_temporary(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.rsplit_once(".tmp"))
+        .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The record files of one generation's game directory, sorted.
+pub fn record_files(games_dir: &Path) -> Vec<PathBuf> {
+    files_under(games_dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == RECORD_EXTENSION))
+        .collect()
+}
+
+/// A record file that decoded and replayed.
+pub struct CheckedGame {
+    /// The file.
+    pub path: PathBuf,
+    /// Its game.
+    pub record: GameRecord,
+    /// The moves, in UCI.
+    pub uci: Vec<String>,
+}
+
+impl CheckedGame {
+    /// The line the PGN check prints for this game.
+    pub fn pgn_line(&self) -> String {
+        format!(
+            "{}\t{}\t{}",
+            self.record.result.pgn(),
+            self.record.termination.describe(),
+            self.uci.join(" ")
+        )
+    }
+}
+
+fn termination_of(reason: TerminalReason) -> Termination {
+    match reason {
+        TerminalReason::Checkmate => Termination::Checkmate,
+        TerminalReason::Stalemate => Termination::Stalemate,
+        TerminalReason::InsufficientMaterial => Termination::InsufficientMaterial,
+        TerminalReason::FiftyMoveRule => Termination::FiftyMoveRule,
+        TerminalReason::ThreefoldRepetition => Termination::ThreefoldRepetition,
+        TerminalReason::MaxPlies => Termination::MaxPlies,
+    }
+}
+
+/// Decodes every record file of a generation's game directory (one game a file), replays
+/// each game move by move and checks that it is a whole, consistent game of the net of
+/// generation `net_generation`: legal moves only, no move after the game ended, a result
+/// and termination that fit the final position (the game reaching `max_plies` is a draw),
+/// a policy target over exactly the legal moves, and short-term targets that follow from
+/// the search values and the result.
+pub fn check_records(games_dir: &Path, net_generation: u32, max_plies: u32) -> Vec<CheckedGame> {
+    let mut out = Vec::new();
+    for path in record_files(games_dir) {
+        let name = path.display().to_string();
+        let mut games = read_records(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(games.len(), 1, "{name}: one game a file");
+        let record = games.pop().unwrap();
+        assert_eq!(record.generation, net_generation, "{name}: net generation");
+        assert!(!record.positions.is_empty(), "{name}: an empty game");
+        let mut uci = Vec::new();
+        let mut final_state = replay(&record, |ply, state, legal, mv| {
+            assert!(
+                state.terminal_reason().is_none(),
+                "{name}: a move at ply {ply} after the game ended"
+            );
+            let p = &record.positions[ply];
+            if p.is_trainable() {
+                assert_eq!(p.policy.len(), legal.len(), "{name}: ply {ply} policy");
+                let total: u32 = p.policy.iter().map(|&w| u32::from(w)).sum();
+                assert!(
+                    total.abs_diff(65535) <= legal.len() as u32,
+                    "{name}: ply {ply}: policy sums to {total}/65535"
+                );
+            }
+            assert!((0.0..=1.0).contains(&p.root_d), "{name}: ply {ply} root_d");
+            uci.push(mv.to_uci(CastlingMode::Standard).to_string());
+        })
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        final_state.set_max_plies(max_plies);
+        match record.termination {
+            Termination::Resignation => {
+                assert!(final_state.terminal_reason().is_none(), "{name}");
+                // The loser resigns after its own move: the side to move has won.
+                assert_eq!(
+                    record.result,
+                    GameResult::win_for(final_state.turn()),
+                    "{name}"
+                );
+            }
+            t => {
+                let reason = final_state
+                    .terminal_reason()
+                    .unwrap_or_else(|| panic!("{name}: ends with {t:?} in a live position"));
+                assert_eq!(termination_of(reason), t, "{name}");
+                assert_eq!(
+                    record.result,
+                    GameResult::from_terminal(reason, final_state.turn()),
+                    "{name}"
+                );
+            }
+        }
+        let root_q: Vec<f32> = record.positions.iter().map(|p| p.root_q).collect();
+        let mut st = Vec::new();
+        short_term_targets(
+            &root_q,
+            record.result.value_for(final_state.turn()),
+            SHORT_TERM_THETA,
+            &mut st,
+        );
+        for (ply, (p, want)) in record.positions.iter().zip(&st).enumerate() {
+            assert!(
+                (p.st - want).abs() < 1e-3,
+                "{name}: ply {ply}: short-term target {} but {want} from the search values",
+                p.st
+            );
+        }
+        out.push(CheckedGame { path, record, uci });
+    }
+    out
+}
+
+/// Reads a PGN file with python-chess (`.venv`, set up by `scripts/setup.sh`): every game must
+/// parse without errors, replay legally, carry Result and Termination tags that fit its final
+/// position, and a PlyCount equal to its moves. Returns one line per game, as
+/// [`CheckedGame::pgn_line`] writes them.
+pub fn python_pgn_games(pgn: &Path) -> Vec<String> {
+    const SCRIPT: &str = r#"
+import sys
+import chess
+import chess.pgn
+
+def fail(msg):
+    sys.exit(f"{sys.argv[1]}: {msg}")
+
+n = 0
+with open(sys.argv[1], encoding="utf-8") as f:
+    while True:
+        game = chess.pgn.read_game(f)
+        if game is None:
+            break
+        n += 1
+        if game.errors:
+            fail(f"game {n}: {game.errors}")
+        for tag in ("Result", "Termination", "PlyCount"):
+            if tag not in game.headers:
+                fail(f"game {n}: no {tag} tag")
+        board = game.board()
+        moves = []
+        for mv in game.mainline_moves():
+            if not board.is_legal(mv):
+                fail(f"game {n}: illegal move {mv}")
+            board.push(mv)
+            moves.append(mv.uci())
+        result, term = game.headers["Result"], game.headers["Termination"]
+        if result not in ("1-0", "0-1", "1/2-1/2"):
+            fail(f"game {n}: result {result}")
+        if int(game.headers["PlyCount"]) != len(moves):
+            fail(f"game {n}: PlyCount {game.headers['PlyCount']}, {len(moves)} moves")
+        ends = {
+            "checkmate": board.is_checkmate(),
+            "stalemate": board.is_stalemate(),
+            "insufficient material": board.is_insufficient_material(),
+            "fifty-move rule": board.halfmove_clock >= 100,
+            "threefold repetition": board.is_repetition(3),
+            "adjudication: maximum length": True,
+            "resignation": not board.is_game_over(claim_draw=False),
+        }
+        if not ends.get(term, False):
+            fail(f"game {n}: termination {term!r} does not fit {board.fen()}")
+        winner = "0-1" if board.turn == chess.WHITE else "1-0"
+        if term in ("checkmate", "resignation") and result != winner:
+            fail(f"game {n}: {term} but result {result}")
+        if term not in ("checkmate", "resignation") and result != "1/2-1/2":
+            fail(f"game {n}: {term} but result {result}")
+        print("game\t" + "\t".join([result, term, " ".join(moves)]))
+print(f"games\t{n}")
+"#;
+    let python = repo_root().join(".venv/bin/python3");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup.sh (the PGN check needs python-chess)",
+        python.display()
+    );
+    let out = Command::new(&python)
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(pgn)
+        .current_dir(repo_root())
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python-chess rejects {}: {}{stdout}",
+        pgn.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let games: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("game\t"))
+        .map(str::to_string)
+        .collect();
+    let count = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("games\t"))
+        .expect("the script prints the number of games");
+    assert_eq!(count.parse::<usize>().unwrap(), games.len());
+    games
+}
+
+/// Checks that the PGN of a generation holds exactly the games of its records, in order.
+pub fn check_pgn(pgn: &Path, games: &[CheckedGame]) {
+    let from_pgn = python_pgn_games(pgn);
+    let from_records: Vec<String> = games.iter().map(CheckedGame::pgn_line).collect();
+    assert_eq!(
+        from_pgn.len(),
+        from_records.len(),
+        "{}: games in the PGN vs record files",
+        pgn.display()
+    );
+    assert_eq!(from_pgn, from_records, "{}", pgn.display());
+}
+
+/// Loads a net file (published net or trainer weights) and checks its shape.
+pub fn check_net(path: &Path, config: &NetworkConfig) {
+    let net = load_net(path, Device::Cpu).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(&net.config, config, "{}", path.display());
+}
+
+/// The `[network]` table of a config file.
+pub fn network_config(config: &Path) -> NetworkConfig {
+    NetworkConfig::from_toml_file_text(&std::fs::read_to_string(config).unwrap()).unwrap()
+}
+
+/// Every scalar of every event file in a TensorBoard directory, and the number of files.
+pub fn read_tensorboard(tb: &Path) -> (Vec<ScalarEvent>, usize) {
+    let files: Vec<PathBuf> = files_under(tb)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("events.out.tfevents."))
+        })
+        .collect();
+    let mut all = Vec::new();
+    for f in &files {
+        all.extend(read_scalars(f).unwrap_or_else(|e| panic!("{e}")));
+    }
+    (all, files.len())
+}
+
+/// The per-step training tags: the total loss, every loss term and the step metrics.
+pub const TRAIN_TAGS: [&str; 15] = [
+    "train/loss",
+    "loss/policy",
+    "loss/soft_policy",
+    "loss/winner",
+    "loss/q",
+    "loss/q_error",
+    "loss/q_categorical",
+    "loss/st",
+    "loss/st_error",
+    "loss/st_categorical",
+    "loss/moves_left",
+    "train/policy_accuracy",
+    "train/value_mse",
+    "train/lr",
+    "train/grad_norm",
+];
+
+/// Asserts that every training tag has exactly one finite value at each of `steps`.
+pub fn check_training_scalars(events: &[ScalarEvent], steps: std::ops::RangeInclusive<u64>) {
+    for tag in TRAIN_TAGS {
+        let mut got: Vec<(u64, f32)> = events
+            .iter()
+            .filter(|e| e.tag == tag)
+            .map(|e| (e.step, e.value))
+            .collect();
+        got.sort_by_key(|&(s, _)| s);
+        let got_steps: Vec<u64> = got.iter().map(|&(s, _)| s).collect();
+        assert_eq!(
+            got_steps,
+            steps.clone().collect::<Vec<_>>(),
+            "steps logged under {tag}"
+        );
+        for (step, v) in got {
+            assert!(v.is_finite(), "{tag} at step {step} is {v}");
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Self-play with one actor and a fixed seed plays the same games every time, whatever the
+//! timing of the threads (the actor's two half-batches may or may not share a forward pass of
+//! the inference thread): two runs of the same config write byte-identical game records.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use cfzero_selfplay::GameRecord;
+use cfzero_selfplay::record::read_records;
+use common::*;
+
+/// `micro.toml` without the evaluation matches and with one training step: only the
+/// generation's self-play matters here. Micro has one actor (`actors = 1`).
+fn config(dir: &Path, name: &str, seed: u64) -> PathBuf {
+    micro_with(
+        &dir.join(name),
+        &[
+            ("actors = 1", "actors = 1"),
+            ("eval_every = 1", "eval_every = 0"),
+            ("steps_per_generation = 4", "steps_per_generation = 1"),
+            ("seed = 7", &format!("seed = {seed}")),
+            (
+                "torch_threads = 1",
+                "torch_threads = 1\ninference_threads = 2",
+            ),
+        ],
+    )
+}
+
+/// The record files of generation 1 of a run: (file name, bytes, game).
+fn games(run: &Path) -> Vec<(String, Vec<u8>, GameRecord)> {
+    let files = record_files(&run.join("games/gen-0001"));
+    assert_eq!(files.len(), 4, "micro plays 4 games per generation");
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let mut games = read_records(&p).unwrap();
+            assert_eq!(games.len(), 1);
+            (name, std::fs::read(&p).unwrap(), games.pop().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn one_actor_with_a_fixed_seed_plays_the_same_games() {
+    let tmp = tempfile::tempdir().unwrap();
+    let seed7 = config(tmp.path(), "seed7.toml", 7);
+    let seed8 = config(tmp.path(), "seed8.toml", 8);
+    // Three runs at once: they compete for the cores, so their threads' timing differs.
+    let runs = [("a", &seed7), ("b", &seed7), ("c", &seed8)].map(|(name, config)| {
+        let run = tmp.path().join(name);
+        (run, config.clone())
+    });
+    std::thread::scope(|s| {
+        for (run, config) in &runs {
+            s.spawn(move || train_run(config, run, 1, &[]));
+        }
+    });
+    let [a, b, c] = runs.map(|(run, _)| games(&run));
+
+    for ((name_a, bytes_a, game_a), (name_b, bytes_b, game_b)) in a.iter().zip(&b) {
+        assert_eq!(name_a, name_b);
+        assert_eq!(
+            game_a, game_b,
+            "{name_a} differs between two runs with seed 7"
+        );
+        assert!(bytes_a == bytes_b, "{name_a}: the files differ");
+    }
+    // Not vacuous: the games of a run differ from each other (moves are sampled in the
+    // opening), and another seed plays other games.
+    let moves = |g: &GameRecord| g.positions.iter().map(|p| p.played).collect::<Vec<_>>();
+    let first = moves(&a[0].2);
+    assert!(
+        a.iter().any(|(_, _, g)| moves(g) != first),
+        "all 4 games of the run are the same"
+    );
+    assert!(
+        a.iter().zip(&c).any(|(x, y)| x.2 != y.2),
+        "seed 8 played the games of seed 7"
+    );
+}
