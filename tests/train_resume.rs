@@ -110,7 +110,11 @@ fn check_every_file(run: &Path, killed: u32, train_config: &TrainConfig) {
 fn resume_after_sigkill_loses_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
-    let config = micro_config();
+    // Micro without the evaluation matches, which take most of a micro generation's time.
+    let config = micro_with(
+        &tmp.path().join("micro.toml"),
+        &[("eval_every = 1", "eval_every = 0")],
+    );
     let net_config = network_config(&config);
 
     // Start three generations and kill the process once generation 1 is published and
