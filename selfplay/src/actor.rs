@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
+use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_mcts::search::{SearchError, SearchResult};
 use cfzero_mcts::{Driver, Evaluator, SearchConfig};
 use rand::{Rng, SeedableRng};
@@ -234,7 +234,7 @@ fn step_game(
     state.terminal_reason().map(|reason| {
         (
             GameResult::from_terminal(reason, state.turn()),
-            termination_of(reason),
+            Termination::from(reason),
         )
     })
 }
@@ -268,17 +268,6 @@ fn sample_move(policy: &[f32], temperature: f32, rng: &mut impl Rng) -> usize {
         }
     }
     policy.len() - 1
-}
-
-fn termination_of(reason: TerminalReason) -> Termination {
-    match reason {
-        TerminalReason::Checkmate => Termination::Checkmate,
-        TerminalReason::Stalemate => Termination::Stalemate,
-        TerminalReason::InsufficientMaterial => Termination::InsufficientMaterial,
-        TerminalReason::FiftyMoveRule => Termination::FiftyMoveRule,
-        TerminalReason::ThreefoldRepetition => Termination::ThreefoldRepetition,
-        TerminalReason::MaxPlies => Termination::MaxPlies,
-    }
 }
 
 /// Fills in the targets that need the end of the game and builds the record.

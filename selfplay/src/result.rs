@@ -80,6 +80,19 @@ pub enum Termination {
     Resignation,
 }
 
+impl From<TerminalReason> for Termination {
+    fn from(reason: TerminalReason) -> Termination {
+        match reason {
+            TerminalReason::Checkmate => Termination::Checkmate,
+            TerminalReason::Stalemate => Termination::Stalemate,
+            TerminalReason::InsufficientMaterial => Termination::InsufficientMaterial,
+            TerminalReason::FiftyMoveRule => Termination::FiftyMoveRule,
+            TerminalReason::ThreefoldRepetition => Termination::ThreefoldRepetition,
+            TerminalReason::MaxPlies => Termination::MaxPlies,
+        }
+    }
+}
+
 impl Termination {
     const ALL: [Termination; 7] = [
         Termination::Checkmate,

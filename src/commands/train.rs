@@ -23,14 +23,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let stop = stop_on_ctrl_c();
     let started = Instant::now();
     loop {
-        if args
-            .generations
-            .is_some_and(|max| session.generation >= max)
-            || args
-                .minutes
-                .is_some_and(|m| started.elapsed().as_secs_f64() >= m * 60.0)
-            || stop.load(Ordering::Relaxed)
-        {
+        if args.should_stop(session.generation, started, &stop) {
             break;
         }
         let next = session.generation + 1;
@@ -73,10 +66,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
         );
         session.log_line(&line)?;
     }
-    eprintln!(
-        "run {}: stopped at generation {} (resume with --resume)",
-        session.dir.root().display(),
-        session.generation
-    );
+    session.report_stop();
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cfzero_network::checkpoint::{load_net, save_net, write_file_atomically};
@@ -53,6 +54,18 @@ pub struct RunArgs {
     /// Start from this net (e.g. an imported Lc0 net) instead of random weights.
     #[arg(long)]
     pub init_from: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Whether the run should stop before generation `generation + 1`: the generation or
+    /// time limit is reached, or Ctrl-C was pressed.
+    pub fn should_stop(&self, generation: u32, started: Instant, stop: &AtomicBool) -> bool {
+        self.generations.is_some_and(|max| generation >= max)
+            || self
+                .minutes
+                .is_some_and(|m| started.elapsed().as_secs_f64() >= m * 60.0)
+            || stop.load(Ordering::Relaxed)
+    }
 }
 
 /// An open run, from the trainer's side.
@@ -230,6 +243,15 @@ impl Session {
             e.vs_random.draws,
             e.vs_random.losses
         ))
+    }
+
+    /// Says where the run stopped and how to go on.
+    pub fn report_stop(&self) {
+        eprintln!(
+            "run {}: stopped at generation {} (resume with --resume)",
+            self.dir.root().display(),
+            self.generation
+        );
     }
 
     /// Prints a generation's summary line and appends it to `log.tsv`.

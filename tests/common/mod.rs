@@ -7,7 +7,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cfzero_mcts::chess::TerminalReason;
 use cfzero_network::{NetworkConfig, load_net};
 use cfzero_selfplay::record::{RECORD_EXTENSION, read_records};
 use cfzero_selfplay::replay::replay;
@@ -140,17 +139,6 @@ impl CheckedGame {
     }
 }
 
-fn termination_of(reason: TerminalReason) -> Termination {
-    match reason {
-        TerminalReason::Checkmate => Termination::Checkmate,
-        TerminalReason::Stalemate => Termination::Stalemate,
-        TerminalReason::InsufficientMaterial => Termination::InsufficientMaterial,
-        TerminalReason::FiftyMoveRule => Termination::FiftyMoveRule,
-        TerminalReason::ThreefoldRepetition => Termination::ThreefoldRepetition,
-        TerminalReason::MaxPlies => Termination::MaxPlies,
-    }
-}
-
 /// Decodes every record file of a generation's game directory (one game a file), replays
 /// each game move by move and checks that it is a whole, consistent game of the net of
 /// generation `net_generation`: legal moves only, no move after the game ended, a result
@@ -200,7 +188,7 @@ pub fn check_records(games_dir: &Path, net_generation: u32, max_plies: u32) -> V
                 let reason = final_state
                     .terminal_reason()
                     .unwrap_or_else(|| panic!("{name}: ends with {t:?} in a live position"));
-                assert_eq!(termination_of(reason), t, "{name}");
+                assert_eq!(Termination::from(reason), t, "{name}");
                 assert_eq!(
                     record.result,
                     GameResult::from_terminal(reason, final_state.turn()),
