@@ -50,13 +50,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
         };
         let eval_text = session.evaluate_if_due()?;
         let line = format!(
-            "gen {next:4} | {:.0}s | {arrived} new games | window {} | train {} steps, loss {:.3}, acc {:.2}, {:.0} samples/s{eval_text}",
+            "gen {next:4} | {:.0}s | {arrived} new games | window {} | {lp}{eval_text}",
             gen_start.elapsed().as_secs_f64(),
             session.window_positions(),
-            lp.steps,
-            lp.mean_loss,
-            lp.mean_accuracy,
-            lp.samples_per_second
         );
         session.log_line(&line)?;
     }

@@ -97,16 +97,7 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
         )?;
         played += sp.games as usize;
         selfplay_phase::write_pgn(&games_dir, &dir.pgn(generation + 1), generation + 1)?;
-        println!(
-            "worker {worker} | net gen {generation} | {} games, {:.1} plies, {:.0} pos/s, batch {:.1}, W/D/L {}/{}/{} | {played} games in all",
-            sp.games,
-            sp.mean_length(),
-            sp.positions as f64 / sp.seconds.max(1e-9),
-            sp.inference.average_batch(),
-            sp.results[0],
-            sp.results[1],
-            sp.results[2],
-        );
+        println!("worker {worker} | net gen {generation} | {sp} | {played} games in all");
     }
     eprintln!("worker {worker}: stopped after {played} games");
     Ok(())

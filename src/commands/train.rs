@@ -49,20 +49,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
         };
         let eval_text = session.evaluate_if_due()?;
         let line = format!(
-            "gen {next:4} | {:.0}s | selfplay {} games, {:.1} plies, {:.0} pos/s, batch {:.1}, W/D/L {}/{}/{} | window {} | train {} steps, loss {:.3}, acc {:.2}, {:.0} samples/s{eval_text}",
+            "gen {next:4} | {:.0}s | selfplay {sp} | window {} | {lp}{eval_text}",
             gen_start.elapsed().as_secs_f64(),
-            sp.games,
-            sp.mean_length(),
-            sp.positions as f64 / sp.seconds.max(1e-9),
-            sp.inference.average_batch(),
-            sp.results[0],
-            sp.results[1],
-            sp.results[2],
             session.window_positions(),
-            lp.steps,
-            lp.mean_loss,
-            lp.mean_accuracy,
-            lp.samples_per_second
         );
         session.log_line(&line)?;
     }

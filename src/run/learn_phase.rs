@@ -26,6 +26,17 @@ pub struct LearnSummary {
     pub mean_accuracy: f64,
 }
 
+/// `train N steps, loss L, acc A, R samples/s`, the training part of a summary line.
+impl std::fmt::Display for LearnSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "train {} steps, loss {:.3}, acc {:.2}, {:.0} samples/s",
+            self.steps, self.mean_loss, self.mean_accuracy, self.samples_per_second
+        )
+    }
+}
+
 /// Runs `steps` training steps (fewer if `stop` is set), logging every step to TensorBoard.
 pub fn train(
     config: &Config,

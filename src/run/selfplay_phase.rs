@@ -43,6 +43,23 @@ pub struct SelfplaySummary {
     pub record_bytes: u64,
 }
 
+/// `N games, L plies, R pos/s, batch B, W/D/L w/d/l`, the self-play part of a summary line.
+impl std::fmt::Display for SelfplaySummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} games, {:.1} plies, {:.0} pos/s, batch {:.1}, W/D/L {}/{}/{}",
+            self.games,
+            self.mean_length(),
+            self.positions as f64 / self.seconds.max(1e-9),
+            self.inference.average_batch(),
+            self.results[0],
+            self.results[1],
+            self.results[2]
+        )
+    }
+}
+
 impl SelfplaySummary {
     /// Mean game length in plies.
     pub fn mean_length(&self) -> f64 {
