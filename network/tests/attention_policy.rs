@@ -6,7 +6,10 @@ use cfzero_network::Net;
 use cfzero_network::encoding::{POLICY_SIZE, attention_gather};
 use cfzero_network::mask::{legal_mask_from_indices, masked_softmax};
 use cfzero_network::model::attention::PositionTerm;
-use cfzero_network::model::shaw::{self, attend, attend_reference, bucket, bucket_index, gather};
+use cfzero_network::model::shaw::{
+    self, BUCKET_FORM_MAX_BATCH, attend_reference, attend_shaw, attend_shaw_buckets,
+    attend_shaw_gathered, bucket, bucket_index, gather,
+};
 use net_support::preset;
 use tch::{Device, Kind, Tensor};
 
@@ -19,22 +22,38 @@ fn buckets_follow_the_displacement() {
 }
 
 #[test]
-fn fast_shaw_attention_equals_the_slow_reference() {
+fn both_fast_shaw_forms_equal_the_slow_reference() {
     tch::manual_seed(7);
-    let (b, h, dh) = (2, 3, 5);
+    let (h, dh) = (3, 5);
     let opts = (Kind::Float, Device::Cpu);
-    let q = Tensor::randn([b, h, 64, dh], opts);
-    let k = Tensor::randn([b, h, 64, dh], opts);
-    let v = Tensor::randn([b, h, 64, dh], opts);
     let tables: Vec<Tensor> = (0..3)
         .map(|_| Tensor::randn([h, shaw::BUCKETS as i64, dh], opts))
         .collect();
+    let t = (&tables[0], &tables[1], &tables[2]);
     let idx = bucket_index(Device::Cpu);
     let g: Vec<Tensor> = tables.iter().map(|t| gather(t, &idx)).collect();
-    let fast = attend(&q, &k, &v, Some((&g[0], &g[1], &g[2])), None);
-    let slow = attend_reference(&q, &k, &v, (&tables[0], &tables[1], &tables[2]));
-    let diff = (fast - slow).abs().max().double_value(&[]);
-    assert!(diff < 1e-5, "max difference {diff}");
+    // One batch each side of the switch between the two forms.
+    for b in [2, BUCKET_FORM_MAX_BATCH + 3] {
+        let q = Tensor::randn([b, h, 64, dh], opts);
+        let k = Tensor::randn([b, h, 64, dh], opts);
+        let v = Tensor::randn([b, h, 64, dh], opts);
+        let slow = attend_reference(&q, &k, &v, t);
+        let forms = [
+            (
+                "gathered",
+                attend_shaw_gathered(&q, &k, &v, (&g[0], &g[1], &g[2])),
+            ),
+            ("buckets", attend_shaw_buckets(&q, &k, &v, t, &idx)),
+            ("dispatch", attend_shaw(&q, &k, &v, t, &idx)),
+        ];
+        for (name, fast) in forms {
+            let diff = (fast - &slow).abs().max().double_value(&[]);
+            assert!(
+                diff < 1e-5,
+                "{name} form at batch {b}: max difference {diff}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -52,14 +71,7 @@ fn a_layer_of_the_model_uses_its_shaw_tables_like_the_reference() {
         }
         let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
         let (q, k, v) = attn.qkv(&x);
-        let idx = bucket_index(Device::Cpu);
-        let fast = attend(
-            &q,
-            &k,
-            &v,
-            Some((&gather(rq, &idx), &gather(rk, &idx), &gather(rv, &idx))),
-            None,
-        );
+        let fast = attend_shaw(&q, &k, &v, (rq, rk, rv), &bucket_index(Device::Cpu));
         let slow = attend_reference(&q, &k, &v, (rq, rk, rv));
         assert!((fast - slow).abs().max().double_value(&[]) < 1e-5);
     });

@@ -41,7 +41,7 @@ pub struct Attention {
     heads: i64,
 }
 
-/// Per-forward-pass context shared by all layers: gathered index and the smolgen generator.
+/// Per-forward-pass context shared by all layers: Shaw bucket index and the smolgen generator.
 pub struct AttentionContext<'a> {
     /// Bucket index `[4096]` for Shaw tables.
     pub bucket_index: &'a Tensor,
@@ -105,15 +105,13 @@ impl Attention {
         let (q, k, v) = self.qkv(x);
         let z = match &self.position {
             PositionTerm::Shaw { rq, rk, rv } => {
-                let g = |t: &Tensor| shaw::gather(t, ctx.bucket_index);
-                let (rq, rk, rv) = (g(rq), g(rk), g(rv));
-                shaw::attend(&q, &k, &v, Some((&rq, &rk, &rv)), None)
+                shaw::attend_shaw(&q, &k, &v, (rq, rk, rv), ctx.bucket_index)
             }
             PositionTerm::Smolgen(s) => {
                 let generator = ctx.smolgen_w.expect("a smolgen net has smolgen_w");
-                shaw::attend(&q, &k, &v, None, Some(&s.forward(x, generator)))
+                shaw::attend(&q, &k, &v, Some(&s.forward(x, generator)))
             }
-            PositionTerm::None => shaw::attend(&q, &k, &v, None, None),
+            PositionTerm::None => shaw::attend(&q, &k, &v, None),
         };
         self.out
             .forward(&z.permute([0, 2, 1, 3]).reshape([b, n, d]))
