@@ -7,7 +7,7 @@ use cfzero_network::encoding::{POLICY_SIZE, attention_gather};
 use cfzero_network::mask::{legal_mask_from_indices, masked_softmax};
 use cfzero_network::model::attention::PositionTerm;
 use cfzero_network::model::shaw::{
-    self, BUCKET_FORM_MAX_BATCH, attend_reference, attend_shaw, attend_shaw_buckets,
+    self, BUCKET_FORM_MAX_BATCH, ShawForm, attend_reference, attend_shaw, attend_shaw_buckets,
     attend_shaw_gathered, bucket, bucket_index, gather,
 };
 use net_support::preset;
@@ -44,13 +44,40 @@ fn both_fast_shaw_forms_equal_the_slow_reference() {
                 attend_shaw_gathered(&q, &k, &v, (&g[0], &g[1], &g[2])),
             ),
             ("buckets", attend_shaw_buckets(&q, &k, &v, t, &idx)),
-            ("dispatch", attend_shaw(&q, &k, &v, t, &idx)),
+            (
+                "by size",
+                attend_shaw(&q, &k, &v, t, &idx, ShawForm::BySize),
+            ),
         ];
         for (name, fast) in forms {
             let diff = (fast - &slow).abs().max().double_value(&[]);
             assert!(
                 diff < 1e-5,
                 "{name} form at batch {b}: max difference {diff}"
+            );
+        }
+    }
+}
+
+/// What reproducible self-play rests on: with the form fixed, a position's outputs do not depend
+/// on the batch it is evaluated in (one libtorch thread, as the determinism test runs).
+#[test]
+fn with_a_fixed_form_a_position_evaluates_the_same_in_any_batch() {
+    tch::manual_seed(5);
+    tch::set_num_threads(1);
+    let mut net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    for var in net.vs.trainable_variables() {
+        tch::no_grad(|| var.shallow_clone().copy_(&(var.randn_like() * 0.3)));
+    }
+    let inputs = Tensor::rand([33, 64, 112], (Kind::Float, Device::Cpu));
+    for form in [ShawForm::Gathered, ShawForm::Buckets] {
+        net.model.shaw_form = form;
+        let alone = tch::no_grad(|| net.forward(&inputs.narrow(0, 0, 1)).policy);
+        for b in [2, 3, BUCKET_FORM_MAX_BATCH, 9, 33] {
+            let batched = tch::no_grad(|| net.forward(&inputs.narrow(0, 0, b)).policy);
+            assert!(
+                batched.narrow(0, 0, 1).equal(&alone),
+                "{form:?}: position 0 alone and in a batch of {b} differ"
             );
         }
     }
@@ -71,7 +98,14 @@ fn a_layer_of_the_model_uses_its_shaw_tables_like_the_reference() {
         }
         let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
         let (q, k, v) = attn.qkv(&x);
-        let fast = attend_shaw(&q, &k, &v, (rq, rk, rv), &bucket_index(Device::Cpu));
+        let fast = attend_shaw(
+            &q,
+            &k,
+            &v,
+            (rq, rk, rv),
+            &bucket_index(Device::Cpu),
+            ShawForm::BySize,
+        );
         let slow = attend_reference(&q, &k, &v, (rq, rk, rv));
         assert!((fast - slow).abs().max().double_value(&[]) < 1e-5);
     });

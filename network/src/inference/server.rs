@@ -14,6 +14,7 @@ use tch::{Kind, Tensor};
 use super::input::{INPUT_FLOATS, NetInput};
 use crate::encoding::POLICY_SIZE;
 use crate::model::Net;
+use crate::model::shaw::ShawForm;
 
 /// Options of [`InferenceServer::spawn`].
 #[derive(Debug, Clone, Copy)]
@@ -116,7 +117,11 @@ impl InferenceServer {
     /// Moves `net` onto a new inference thread (eval mode: every forward pass runs under
     /// `no_grad`) and returns the handle that evaluators share. The thread ends when every
     /// handle is dropped.
-    pub fn spawn<G: NetInput>(net: Net, options: InferenceOptions) -> InferenceHandle<G> {
+    ///
+    /// The net's Shaw attention form is fixed for the server's `max_batch`, so that a position
+    /// evaluates to the same outputs whichever requests share its forward pass.
+    pub fn spawn<G: NetInput>(mut net: Net, options: InferenceOptions) -> InferenceHandle<G> {
+        net.model.shaw_form = ShawForm::for_max_batch(options.max_batch.max(1));
         let (tx, rx) = crossbeam_channel::bounded(options.queue_capacity.max(1));
         let stats = Arc::new(InferenceStats::default());
         let pool = Arc::new(BufferPool::default());

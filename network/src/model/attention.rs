@@ -47,6 +47,8 @@ pub struct AttentionContext<'a> {
     pub bucket_index: &'a Tensor,
     /// Global smolgen generator `[4096, gen]`, if the net uses smolgen.
     pub smolgen_w: Option<&'a Tensor>,
+    /// The form of Shaw attention.
+    pub shaw_form: shaw::ShawForm,
 }
 
 impl Attention {
@@ -105,7 +107,7 @@ impl Attention {
         let (q, k, v) = self.qkv(x);
         let z = match &self.position {
             PositionTerm::Shaw { rq, rk, rv } => {
-                shaw::attend_shaw(&q, &k, &v, (rq, rk, rv), ctx.bucket_index)
+                shaw::attend_shaw(&q, &k, &v, (rq, rk, rv), ctx.bucket_index, ctx.shaw_form)
             }
             PositionTerm::Smolgen(s) => {
                 let generator = ctx.smolgen_w.expect("a smolgen net has smolgen_w");

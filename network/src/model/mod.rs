@@ -70,6 +70,8 @@ pub struct Chessformer {
     pub st: Option<ScalarValueHead>,
     /// Moves-left head.
     pub moves_left: Option<MovesLeftHead>,
+    /// The form of Shaw attention ([`shaw::ShawForm::BySize`] unless set).
+    pub shaw_form: shaw::ShawForm,
     gather: Tensor,
     bucket_index: Tensor,
 }
@@ -127,6 +129,7 @@ impl Chessformer {
                     cfg.moves_left_hidden,
                 )
             }),
+            shaw_form: shaw::ShawForm::BySize,
             gather: Tensor::from_slice(&gather).to_device(device),
             bucket_index: shaw::bucket_index(device),
         })
@@ -139,6 +142,7 @@ impl Chessformer {
         let ctx = AttentionContext {
             bucket_index: &self.bucket_index,
             smolgen_w: self.smolgen_w.as_ref(),
+            shaw_form: self.shaw_form,
         };
         for layer in &self.layers {
             x = layer.forward(&x, &ctx);

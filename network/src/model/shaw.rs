@@ -59,16 +59,49 @@ pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor, bias: Option<&Tensor>) -> Tens
     logits.softmax(-1, Kind::Float).matmul(v)
 }
 
-/// Attention with ungathered Shaw tables (`[H, 225, d_head]` each), in whichever of the two equal
-/// forms is faster for this batch size. `index` is [`bucket_index`].
+/// Which of the two equal forms of Shaw attention a forward pass uses.
+///
+/// The forms round differently, so a position evaluated in a batch of one form and again in a
+/// batch of the other gets slightly different outputs. Callers that need a position's output not
+/// to depend on its batch (reproducible self-play) fix the form; see
+/// `InferenceServer::spawn`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShawForm {
+    /// The faster form for each batch: buckets up to [`BUCKET_FORM_MAX_BATCH`], else gathered.
+    BySize,
+    /// Always [`attend_shaw_gathered`].
+    Gathered,
+    /// Always [`attend_shaw_buckets`].
+    Buckets,
+}
+
+impl ShawForm {
+    /// The form that is fastest for batches of up to `max_batch` positions.
+    pub fn for_max_batch(max_batch: usize) -> ShawForm {
+        if max_batch as i64 <= BUCKET_FORM_MAX_BATCH {
+            ShawForm::Buckets
+        } else {
+            ShawForm::Gathered
+        }
+    }
+}
+
+/// Attention with ungathered Shaw tables (`[H, 225, d_head]` each) in `form`. `index` is
+/// [`bucket_index`].
 pub fn attend_shaw(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
     tables: ShawTables,
     index: &Tensor,
+    form: ShawForm,
 ) -> Tensor {
-    if q.size()[0] <= BUCKET_FORM_MAX_BATCH {
+    let buckets = match form {
+        ShawForm::BySize => q.size()[0] <= BUCKET_FORM_MAX_BATCH,
+        ShawForm::Gathered => false,
+        ShawForm::Buckets => true,
+    };
+    if buckets {
         attend_shaw_buckets(q, k, v, tables, index)
     } else {
         let (tq, tk, tv) = tables;
@@ -77,6 +110,13 @@ pub fn attend_shaw(
     }
 }
 
+/// Fewest rows [`attend_shaw_gathered`] multiplies at once: smaller batches are padded with
+/// zero rows. libtorch's CPU matrix product takes other paths for one to three rows, which round
+/// differently, and a position's outputs would then depend on its batch (found by
+/// `with_a_fixed_form_a_position_evaluates_the_same_in_any_batch`: rows 1, 2 and 3 each differed,
+/// 4 to 9 agreed).
+pub const GATHERED_MIN_ROWS: i64 = 8;
+
 /// Shaw attention over tables gathered to `[H, 64, 64, d_head]` by [`gather`].
 ///
 /// Each Shaw term is one batched matrix product over the (head, square) pairs with the batch as
@@ -84,27 +124,29 @@ pub fn attend_shaw(
 pub fn attend_shaw_gathered(q: &Tensor, k: &Tensor, v: &Tensor, gathered: ShawTables) -> Tensor {
     let (b, h, n, dh) = q.size4().expect("q is [B, H, 64, d_head]");
     let (rq, rk, rv) = gathered;
-    // [B, H, 64, x] -> [H*64, B, x]: one row block per (head, square).
-    let by_square = |t: &Tensor, x: i64| t.permute([1, 2, 0, 3]).reshape([h * n, b, x]);
+    let rows = b.max(GATHERED_MIN_ROWS);
+    // [B, H, 64, x] -> [H*64, rows, x]: one row block per (head, square), zero rows after B.
+    let by_square = |t: &Tensor, x: i64| {
+        let t = t.permute([1, 2, 0, 3]).reshape([h * n, b, x]);
+        if rows > b {
+            let pad = Tensor::zeros([h * n, rows - b, x], (t.kind(), t.device()));
+            Tensor::cat(&[t, pad], 1)
+        } else {
+            t
+        }
+    };
+    // [H*64, rows, y] -> [H, 64, B, y]: the batch's rows back.
+    let unpad = |t: Tensor, y: i64| t.narrow(1, 0, b).reshape([h, n, b, y]);
     // q_i . rq_ij, batched over (h, i): [H*64, B, d] x [H*64, d, 64(j)].
     let rq_t = rq.reshape([h * n, n, dh]).transpose(1, 2);
-    let qr = by_square(q, dh)
-        .bmm(&rq_t)
-        .view([h, n, b, n])
-        .permute([2, 0, 1, 3]);
+    let qr = unpad(by_square(q, dh).bmm(&rq_t), n).permute([2, 0, 1, 3]);
     // k_j . rk_ij, batched over (h, j): [H*64, B, d] x [H*64, d, 64(i)].
     let rk_t = rk.permute([0, 2, 3, 1]).reshape([h * n, dh, n]);
-    let kr = by_square(k, dh)
-        .bmm(&rk_t)
-        .view([h, n, b, n])
-        .permute([2, 0, 3, 1]);
+    let kr = unpad(by_square(k, dh).bmm(&rk_t), n).permute([2, 0, 3, 1]);
     let logits = (q.matmul(&k.transpose(-2, -1)) + qr + kr) * (1.0 / (dh as f64).sqrt());
     let a = logits.softmax(-1, Kind::Float);
     // sum_j a_ij rv_ij, batched over (h, i): [H*64, B, 64(j)] x [H*64, 64(j), d].
-    let ar = by_square(&a, n)
-        .bmm(&rv.reshape([h * n, n, dh]))
-        .view([h, n, b, dh])
-        .permute([2, 0, 1, 3]);
+    let ar = unpad(by_square(&a, n).bmm(&rv.reshape([h * n, n, dh])), dh).permute([2, 0, 1, 3]);
     a.matmul(v) + ar
 }
 
