@@ -25,7 +25,7 @@ enum Command {
     /// Trainer: learns from the games that workers write to a run directory.
     Learn(run::session::RunArgs),
     /// Play a match between two nets or engines.
-    Match,
+    Match(Box<commands::match_cmd::MatchArgs>),
     /// Rate all generations of a run against each other.
     Ladder,
     /// Play a net as a UCI engine.
@@ -52,6 +52,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Selfplay(args) => commands::selfplay::run(&args),
         Command::Learn(args) => commands::learn::run(&args),
         Command::Debug(args) => commands::debug::run(&args),
+        Command::Match(args) => commands::match_cmd::run(&args),
         other => {
             let name = format!("{other:?}").to_lowercase();
             anyhow::bail!("`cfzero {name}` is not implemented yet")

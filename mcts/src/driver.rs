@@ -53,6 +53,8 @@ pub struct Driver<G: Game> {
     searches: Vec<Search<G>>,
     cache: EvalCache,
     halves: [Half<G>; 2],
+    /// Whether each slot has a search going.
+    active: Vec<bool>,
     stats: DriverStats,
 }
 
@@ -65,6 +67,7 @@ impl<G: Game> Driver<G> {
             searches: Vec::new(),
             cache: EvalCache::new(cache_entries),
             halves: [Half::new(), Half::new()],
+            active: Vec::new(),
             stats: DriverStats::default(),
         }
     }
@@ -97,82 +100,154 @@ impl<G: Game> Driver<G> {
                 budgets: budgets.len(),
             });
         }
-        while self.searches.len() < roots.len() {
+        let mut results: Vec<Option<SearchResult<G::Move>>> =
+            (0..roots.len()).map(|_| None).collect();
+        self.run_streaming::<_, _, _, SearchError>(
+            roots.len(),
+            evaluator,
+            rng,
+            |tree, result, _| {
+                Ok(match result {
+                    None => Some((roots[tree].clone(), budgets[tree])),
+                    Some(r) => {
+                        results[tree] = Some(r);
+                        None
+                    }
+                })
+            },
+        )?;
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every search runs to its end"))
+            .collect())
+    }
+
+    /// Keeps `slots` searches going until `next` has no more work: `next(slot, None, rng)`
+    /// gives each slot its first root and budget, and `next(slot, Some(result), rng)` is
+    /// called as soon as that slot's search ends, to hand over the next root (`None`: the
+    /// slot is done).
+    ///
+    /// A slot whose search ends moves on at once instead of waiting for the slowest search,
+    /// so the batches stay full when budgets differ (playout cap randomisation) and a game
+    /// can follow its move with the next search. The order of calls depends only on the
+    /// searches, not on timing, so a deterministic evaluator gives deterministic games.
+    pub fn run_streaming<E, R, F, Er>(
+        &mut self,
+        slots: usize,
+        evaluator: &E,
+        rng: &mut R,
+        mut next: F,
+    ) -> Result<(), Er>
+    where
+        E: Evaluator<G>,
+        R: Rng + ?Sized,
+        F: FnMut(usize, Option<SearchResult<G::Move>>, &mut R) -> Result<Option<(G, u32)>, Er>,
+        Er: From<SearchError>,
+    {
+        while self.searches.len() < slots {
             self.searches.push(Search::new(self.config.clone()));
         }
-        for (index, (root, &budget)) in roots.iter().zip(budgets).enumerate() {
-            self.searches[index]
-                .start(root, budget, rng)
-                .map_err(|e| match e {
-                    SearchError::TerminalRoot { outcome, .. } => {
-                        SearchError::TerminalRoot { index, outcome }
-                    }
-                    other => other,
-                })?;
+        self.active.clear();
+        self.active.resize(slots, false);
+        for slot in 0..slots {
+            if let Some((root, budget)) = next(slot, None, rng)? {
+                self.start(slot, &root, budget, rng)?;
+            }
         }
-        let middle = roots.len().div_ceil(2);
+        let middle = slots.div_ceil(2);
         self.halves[0].trees = 0..middle;
-        self.halves[1].trees = middle..roots.len();
+        self.halves[1].trees = middle..slots;
 
-        let mut pending_a = self.collect_and_submit(0, evaluator)?;
+        let mut pending_a = self.collect_and_submit(0, evaluator, rng, &mut next)?;
         loop {
             // Half B selects while half A is being evaluated, and the other way round.
-            let pending_b = self.collect_and_submit(1, evaluator)?;
+            let pending_b = self.collect_and_submit(1, evaluator, rng, &mut next)?;
             match pending_a.take() {
                 Some(p) => self.complete(0, p, evaluator)?,
                 None if pending_b.is_none() => break,
                 None => {}
             }
-            pending_a = self.collect_and_submit(0, evaluator)?;
+            pending_a = self.collect_and_submit(0, evaluator, rng, &mut next)?;
             match pending_b {
                 Some(p) => self.complete(1, p, evaluator)?,
                 None if pending_a.is_none() => break,
                 None => {}
             }
         }
-        Ok(self.searches[..roots.len()]
-            .iter_mut()
-            .map(Search::result)
-            .collect())
+        Ok(())
     }
 
-    /// Selects one leaf per unfinished tree of a half and submits those that need the
-    /// evaluator; `None` when the half had nothing to evaluate (all its trees finished).
-    fn collect_and_submit<E: Evaluator<G>>(
+    /// Starts slot `slot` on `root`, naming the slot in a terminal-root error.
+    fn start<R: Rng + ?Sized>(
+        &mut self,
+        slot: usize,
+        root: &G,
+        budget: u32,
+        rng: &mut R,
+    ) -> Result<(), SearchError> {
+        self.searches[slot]
+            .start(root, budget, rng)
+            .map_err(|e| match e {
+                SearchError::TerminalRoot { outcome, .. } => SearchError::TerminalRoot {
+                    index: slot,
+                    outcome,
+                },
+                other => other,
+            })?;
+        self.active[slot] = true;
+        Ok(())
+    }
+
+    /// Selects one leaf per active tree of a half (handing finished searches to `next` for
+    /// their successors) and submits those that need the evaluator; `None` when the half had
+    /// nothing to evaluate (all its slots are done).
+    fn collect_and_submit<E, R, F, Er>(
         &mut self,
         half: usize,
         evaluator: &E,
-    ) -> Result<Option<E::Pending>, SearchError> {
-        let Driver {
-            searches,
-            cache,
-            halves,
-            stats,
-            ..
-        } = self;
-        let half = &mut halves[half];
-        half.batch.clear();
-        half.members.clear();
-        for tree in half.trees.clone() {
-            let search = &mut searches[tree];
-            while search.select_leaf() == Step::Evaluate {
+        rng: &mut R,
+        next: &mut F,
+    ) -> Result<Option<E::Pending>, Er>
+    where
+        E: Evaluator<G>,
+        R: Rng + ?Sized,
+        F: FnMut(usize, Option<SearchResult<G::Move>>, &mut R) -> Result<Option<(G, u32)>, Er>,
+        Er: From<SearchError>,
+    {
+        self.halves[half].batch.clear();
+        self.halves[half].members.clear();
+        for tree in self.halves[half].trees.clone() {
+            while self.active[tree] {
+                let search = &mut self.searches[tree];
+                if search.select_leaf() == Step::Finished {
+                    let result = search.result();
+                    self.active[tree] = false;
+                    if let Some((root, budget)) = next(tree, Some(result), rng)? {
+                        self.start(tree, &root, budget, rng)?;
+                    }
+                    continue;
+                }
                 let key = search.leaf_state().cache_key();
-                if let Some(hit) = cache.get(key, search.leaf_moves().len()) {
-                    stats.cache_hits += 1;
+                if let Some(hit) = self.cache.get(key, search.leaf_moves().len()) {
+                    self.stats.cache_hits += 1;
                     search.apply_evaluation(hit.logits, hit.value, hit.wdl);
                     continue;
                 }
-                half.batch.push(search.leaf_state(), search.leaf_moves());
-                half.members.push((tree, key));
+                let h = &mut self.halves[half];
+                h.batch.push(search.leaf_state(), search.leaf_moves());
+                h.members.push((tree, key));
                 break;
             }
         }
+        let half = &mut self.halves[half];
         if half.batch.is_empty() {
             return Ok(None);
         }
-        stats.batches += 1;
-        stats.evaluated += half.batch.len() as u64;
-        Ok(Some(evaluator.submit(&half.batch)?))
+        self.stats.batches += 1;
+        self.stats.evaluated += half.batch.len() as u64;
+        Ok(Some(
+            evaluator.submit(&half.batch).map_err(SearchError::from)?,
+        ))
     }
 
     /// Waits for a half's batch, backs the results up and caches them.

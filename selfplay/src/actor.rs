@@ -90,66 +90,58 @@ pub fn play_games<E: Evaluator<ChessState>>(
     let mut rng = ChaCha8Rng::seed_from_u64(id.seed);
     let mut driver: Driver<ChessState> = Driver::new(search.clone(), config.cache_entries);
     let mut stats = ActorStats::default();
-    let mut roots: Vec<ChessState> = Vec::new();
-    let mut slots: Vec<Slot> = Vec::new();
-    let mut budgets: Vec<u32> = Vec::new();
+    // The game of each driver slot, and whether its current search has the full budget.
+    let mut playing: Vec<Option<(ChessState, Slot, bool)>> = Vec::new();
+    let slots = config.games_per_actor.max(1).min(games);
+    playing.resize_with(slots, || None);
     let mut started = 0usize;
-    let mut full: Vec<bool> = Vec::new();
-    let mut done: Vec<(usize, (GameResult, Termination))> = Vec::new();
     let mut root_qs = Vec::new();
     let mut st = Vec::new();
 
-    loop {
-        while roots.len() < config.games_per_actor.max(1) && started < games {
-            let (state, slot) = new_game(config, openings, &mut rng)?;
-            roots.push(state);
-            slots.push(slot);
-            started += 1;
-        }
-        if roots.is_empty() || stop.load(Ordering::Relaxed) {
-            return Ok(stats);
-        }
-        budgets.clear();
-        full.clear();
-        for _ in 0..roots.len() {
-            let is_full = rng.random::<f32>() < config.full_search_fraction;
-            full.push(is_full);
-            budgets.push(if is_full {
-                config.simulations
-            } else {
-                config.cheap_simulations
-            });
-        }
-        let results = driver.run(&roots, &budgets, evaluator, &mut rng)?;
-
-        done.clear();
-        for (i, res) in results.iter().enumerate() {
+    driver.run_streaming(slots, evaluator, &mut rng, |i, result, rng| {
+        if let Some(res) = result {
+            let (state, slot, full) = playing[i].as_mut().expect("a search ran for this slot");
             stats.simulations += u64::from(res.simulations);
             stats.positions += 1;
-            stats.training_positions += u64::from(full[i]);
-            if let Some(end) =
-                step_game(config, &mut roots[i], &mut slots[i], res, full[i], &mut rng)
-            {
-                done.push((i, end));
+            stats.training_positions += u64::from(*full);
+            if let Some((result, termination)) = step_game(config, state, slot, &res, *full, rng) {
+                let (state, slot, _) = playing[i].take().expect("checked above");
+                let game = finish(
+                    slot,
+                    &state,
+                    result,
+                    termination,
+                    id.generation,
+                    &mut root_qs,
+                    &mut st,
+                );
+                stats.games += 1;
+                on_game(game, &stats);
             }
         }
-        // Descending order keeps the indices still to remove valid across swap_remove.
-        for &(i, (result, termination)) in done.iter().rev() {
-            let state = roots.swap_remove(i);
-            let slot = slots.swap_remove(i);
-            let game = finish(
-                slot,
-                &state,
-                result,
-                termination,
-                id.generation,
-                &mut root_qs,
-                &mut st,
-            );
-            stats.games += 1;
-            on_game(game, &stats);
+        if stop.load(Ordering::Relaxed) {
+            // Unfinished games are dropped: only whole games are training data.
+            playing[i] = None;
+            return Ok(None);
         }
-    }
+        if playing[i].is_none() {
+            if started == games {
+                return Ok(None);
+            }
+            let (state, slot) = new_game(config, openings, rng)?;
+            playing[i] = Some((state, slot, false));
+            started += 1;
+        }
+        let (state, _, full) = playing[i].as_mut().expect("filled above");
+        *full = rng.random::<f32>() < config.full_search_fraction;
+        let budget = if *full {
+            config.simulations
+        } else {
+            config.cheap_simulations
+        };
+        Ok::<_, SelfplayError>(Some((state.clone(), budget)))
+    })?;
+    Ok(stats)
 }
 
 /// Starts a game from the standard position or a random opening of the book.

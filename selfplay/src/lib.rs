@@ -4,12 +4,14 @@
 pub mod actor;
 pub mod arena;
 pub mod config;
+pub mod elo;
 pub mod openings;
 pub mod pgn;
 pub mod record;
 pub mod replay;
 pub mod result;
 pub mod targets;
+pub mod uci_client;
 pub mod window;
 
 pub use actor::{ActorId, ActorStats, FinishedGame, SelfplayError, play_games};

@@ -2,11 +2,12 @@
 
 use std::fmt::Write;
 
-use shakmaty::Position;
 use shakmaty::san::SanPlus;
+use shakmaty::{Chess, Move, Position};
 
 use crate::record::GameRecord;
 use crate::replay::{ReplayError, start_state};
+use crate::result::{GameResult, Termination};
 
 /// Tags of a PGN game beyond those taken from the record.
 #[derive(Debug, Clone)]
@@ -23,9 +24,30 @@ pub struct PgnTags<'a> {
 
 /// Renders a game record as one PGN game (tags, SAN movetext, result), ending in a blank line.
 pub fn game_to_pgn(game: &GameRecord, tags: &PgnTags<'_>) -> Result<String, ReplayError> {
-    let mut out = String::new();
     let start = start_state(game)?;
-    let result = game.result.pgn();
+    let moves = crate::replay::moves(game)?;
+    Ok(moves_to_pgn(
+        game.start_fen.as_deref(),
+        start.position(),
+        &moves,
+        game.result,
+        game.termination,
+        tags,
+    ))
+}
+
+/// Renders the game of `moves` from `start` (whose FEN, if not the standard start, is
+/// `start_fen`) as one PGN game ending in a blank line. The moves must be legal.
+pub fn moves_to_pgn(
+    start_fen: Option<&str>,
+    start: &Chess,
+    moves: &[Move],
+    result: GameResult,
+    termination: Termination,
+    tags: &PgnTags<'_>,
+) -> String {
+    let mut out = String::new();
+    let result = result.pgn();
     let tag = |out: &mut String, k: &str, v: &str| {
         let v = v.replace('\\', "\\\\").replace('"', "\\\"");
         let _ = writeln!(out, "[{k} \"{v}\"]");
@@ -36,18 +58,17 @@ pub fn game_to_pgn(game: &GameRecord, tags: &PgnTags<'_>) -> Result<String, Repl
     tag(&mut out, "White", tags.white);
     tag(&mut out, "Black", tags.black);
     tag(&mut out, "Result", result);
-    tag(&mut out, "Termination", game.termination.describe());
-    tag(&mut out, "PlyCount", &game.positions.len().to_string());
-    if let Some(fen) = &game.start_fen {
+    tag(&mut out, "Termination", termination.describe());
+    tag(&mut out, "PlyCount", &moves.len().to_string());
+    if let Some(fen) = start_fen {
         tag(&mut out, "SetUp", "1");
         tag(&mut out, "FEN", fen);
     }
     out.push('\n');
 
-    let mut pos = start.position().clone();
+    let mut pos = start.clone();
     let mut line = String::new();
-    let moves = crate::replay::moves(game)?;
-    for (i, mv) in moves.into_iter().enumerate() {
+    for (i, mv) in moves.iter().enumerate() {
         let number = pos.fullmoves();
         let token = if pos.turn().is_white() {
             format!("{number}. ")
@@ -56,7 +77,7 @@ pub fn game_to_pgn(game: &GameRecord, tags: &PgnTags<'_>) -> Result<String, Repl
         } else {
             String::new()
         };
-        let san = SanPlus::from_move_and_play_unchecked(&mut pos, mv);
+        let san = SanPlus::from_move_and_play_unchecked(&mut pos, *mv);
         let piece = format!("{token}{san}");
         if line.len() + piece.len() + 1 > 79 {
             out.push_str(line.trim_end());
@@ -69,5 +90,5 @@ pub fn game_to_pgn(game: &GameRecord, tags: &PgnTags<'_>) -> Result<String, Repl
     line.push_str(result);
     out.push_str(&line);
     out.push_str("\n\n");
-    Ok(out)
+    out
 }

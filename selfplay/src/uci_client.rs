@@ -1,0 +1,335 @@
+//! A client for external UCI engines (Stockfish and the like): starts the process, sets its
+//! options and asks it for moves, with a timeout on every answer so a hung engine cannot
+//! hang a match.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
+
+use cfzero_mcts::chess::ChessState;
+use shakmaty::uci::UciMove;
+use shakmaty::{CastlingMode, Move};
+
+use crate::arena::{ArenaError, GameLine, Player};
+
+/// What an engine is asked to search for each move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UciLimit {
+    /// `go nodes N`.
+    Nodes(u64),
+    /// `go movetime MS`.
+    Movetime(u64),
+    /// `go depth D`.
+    Depth(u32),
+}
+
+impl UciLimit {
+    /// The `go` command of this limit.
+    fn go_command(self) -> String {
+        match self {
+            UciLimit::Nodes(n) => format!("go nodes {n}"),
+            UciLimit::Movetime(ms) => format!("go movetime {ms}"),
+            UciLimit::Depth(d) => format!("go depth {d}"),
+        }
+    }
+
+    /// How long an answer may take before the engine counts as hung.
+    fn timeout(self) -> Duration {
+        match self {
+            UciLimit::Movetime(ms) => Duration::from_millis(ms.saturating_mul(4) + 10_000),
+            _ => Duration::from_secs(120),
+        }
+    }
+}
+
+impl std::fmt::Display for UciLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UciLimit::Nodes(n) => write!(f, "{n} nodes"),
+            UciLimit::Movetime(ms) => write!(f, "{ms} ms"),
+            UciLimit::Depth(d) => write!(f, "depth {d}"),
+        }
+    }
+}
+
+/// Why talking to an engine failed.
+#[derive(Debug, thiserror::Error)]
+pub enum UciClientError {
+    /// The command line is empty.
+    #[error("empty UCI engine command")]
+    EmptyCommand,
+    /// The process could not be started.
+    #[error("cannot start UCI engine `{command}`: {source}")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The engine closed its output or could not be written to.
+    #[error("UCI engine `{command}` exited or closed its pipes while {doing}")]
+    Closed {
+        /// The command line.
+        command: String,
+        /// What the client was waiting for.
+        doing: &'static str,
+    },
+    /// The engine did not answer in time.
+    #[error("UCI engine `{command}` did not answer within {seconds} s while {doing}")]
+    Timeout {
+        /// The command line.
+        command: String,
+        /// What the client was waiting for.
+        doing: &'static str,
+        /// The timeout.
+        seconds: u64,
+    },
+    /// An option is not of the form `Name=Value`.
+    #[error("engine option {0:?} is not of the form Name=Value")]
+    BadOption(String),
+    /// The engine answered a move that is not legal in the position.
+    #[error("UCI engine `{command}` played {mv:?}, not a legal move in {fen}")]
+    IllegalMove {
+        /// The command line.
+        command: String,
+        /// The engine's move.
+        mv: String,
+        /// The position.
+        fen: String,
+    },
+}
+
+/// A running UCI engine process.
+#[derive(Debug)]
+pub struct UciEngine {
+    command: String,
+    name: String,
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl UciEngine {
+    /// Starts `command` (split at whitespace into program and arguments), runs the `uci`
+    /// handshake and sets `options` (`(name, value)` pairs), then waits for `readyok`.
+    pub fn start(command: &str, options: &[(String, String)]) -> Result<UciEngine, UciClientError> {
+        let mut parts = command.split_whitespace();
+        let program = parts.next().ok_or(UciClientError::EmptyCommand)?;
+        let mut child = Command::new(program)
+            .args(parts)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|source| UciClientError::Spawn {
+                command: command.to_string(),
+                source,
+            })?;
+        let stdin = child.stdin.take().ok_or_else(|| UciClientError::Closed {
+            command: command.to_string(),
+            doing: "starting",
+        })?;
+        let stdout = child.stdout.take().ok_or_else(|| UciClientError::Closed {
+            command: command.to_string(),
+            doing: "starting",
+        })?;
+        // A reader thread turns the blocking pipe into a channel that can time out.
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut engine = UciEngine {
+            command: command.to_string(),
+            name: program.rsplit('/').next().unwrap_or(program).to_string(),
+            child,
+            stdin,
+            lines,
+        };
+        engine.send("uci", "starting")?;
+        let setup = Duration::from_secs(30);
+        loop {
+            let line = engine.receive(setup, "waiting for uciok")?;
+            if let Some(name) = line.strip_prefix("id name ") {
+                engine.name = name.trim().to_string();
+            }
+            if line.trim() == "uciok" {
+                break;
+            }
+        }
+        for (name, value) in options {
+            engine.send(
+                &format!("setoption name {name} value {value}"),
+                "setting options",
+            )?;
+        }
+        engine.send("isready", "waiting for readyok")?;
+        while engine.receive(setup, "waiting for readyok")?.trim() != "readyok" {}
+        Ok(engine)
+    }
+
+    /// The engine's `id name`, or its program name when it gave none.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Asks for the move in the position reached from `start_fen` (`None`: the standard
+    /// start) by `moves`; `state` is that position, used to check the answer.
+    pub fn best_move(
+        &mut self,
+        start_fen: Option<&str>,
+        moves: &[Move],
+        state: &ChessState,
+        limit: UciLimit,
+    ) -> Result<Move, UciClientError> {
+        let mut line = match start_fen {
+            None => String::from("position startpos"),
+            Some(fen) => format!("position fen {fen}"),
+        };
+        if !moves.is_empty() {
+            line.push_str(" moves");
+            for mv in moves {
+                line.push(' ');
+                line.push_str(&UciMove::from_move(*mv, CastlingMode::Standard).to_string());
+            }
+        }
+        self.send(&line, "sending the position")?;
+        self.send(&limit.go_command(), "searching")?;
+        let answer = loop {
+            let line = self.receive(limit.timeout(), "waiting for bestmove")?;
+            if let Some(rest) = line.trim().strip_prefix("bestmove") {
+                break rest.split_whitespace().next().unwrap_or("").to_string();
+            }
+        };
+        let illegal = || UciClientError::IllegalMove {
+            command: self.command.clone(),
+            mv: answer.clone(),
+            fen: state.fen(),
+        };
+        let uci = UciMove::from_ascii(answer.as_bytes()).map_err(|_| illegal())?;
+        uci.to_move(state.position()).map_err(|_| illegal())
+    }
+
+    fn send(&mut self, line: &str, doing: &'static str) -> Result<(), UciClientError> {
+        writeln!(self.stdin, "{line}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|_| UciClientError::Closed {
+                command: self.command.clone(),
+                doing,
+            })
+    }
+
+    fn receive(
+        &mut self,
+        timeout: Duration,
+        doing: &'static str,
+    ) -> Result<String, UciClientError> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(line) => Ok(line),
+            Err(RecvTimeoutError::Timeout) => Err(UciClientError::Timeout {
+                command: self.command.clone(),
+                doing,
+                seconds: timeout.as_secs(),
+            }),
+            Err(RecvTimeoutError::Disconnected) => Err(UciClientError::Closed {
+                command: self.command.clone(),
+                doing,
+            }),
+        }
+    }
+}
+
+impl Drop for UciEngine {
+    fn drop(&mut self) {
+        // Ask politely, then make sure the process does not outlive the match.
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.stdin.flush();
+        for _ in 0..50 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A match player backed by external engine processes: one process per game played at
+/// the same time, asked in parallel.
+#[derive(Debug)]
+pub struct UciPlayer {
+    engines: Vec<UciEngine>,
+    limit: UciLimit,
+}
+
+impl UciPlayer {
+    /// Starts `instances` copies of `command` with `options`, each move searched with `limit`.
+    pub fn start(
+        command: &str,
+        options: &[(String, String)],
+        limit: UciLimit,
+        instances: usize,
+    ) -> Result<UciPlayer, UciClientError> {
+        let engines = (0..instances.max(1))
+            .map(|_| UciEngine::start(command, options))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(UciPlayer { engines, limit })
+    }
+}
+
+impl Player for UciPlayer {
+    fn name(&self) -> String {
+        self.engines[0].name().to_string()
+    }
+
+    fn pick(
+        &mut self,
+        states: &[ChessState],
+        lines: &[GameLine<'_>],
+        _rng: &mut dyn rand::RngCore,
+        out: &mut Vec<Move>,
+    ) -> Result<(), ArenaError> {
+        let per_engine = states.len().div_ceil(self.engines.len()).max(1);
+        let limit = self.limit;
+        let answers: Vec<Result<Vec<Move>, UciClientError>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = self
+                .engines
+                .iter_mut()
+                .zip(states.chunks(per_engine).zip(lines.chunks(per_engine)))
+                .map(|(engine, (states, lines))| {
+                    scope.spawn(move || {
+                        states
+                            .iter()
+                            .zip(lines)
+                            .map(|(s, l)| engine.best_move(l.start_fen, l.moves, s, limit))
+                            .collect()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("an engine thread does not panic"))
+                .collect()
+        });
+        for moves in answers {
+            out.extend(moves?);
+        }
+        Ok(())
+    }
+}
+
+/// Parses `Name=Value` into its two halves (the name may contain spaces).
+pub fn parse_option(text: &str) -> Result<(String, String), UciClientError> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_string(), value.trim().to_string()))
+        }
+        _ => Err(UciClientError::BadOption(text.to_string())),
+    }
+}

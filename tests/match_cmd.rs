@@ -1,0 +1,189 @@
+//! `cfzero match` end to end: a net against the random mover, the random mover against a real
+//! UCI engine process (`tests/engines/pick_engine.py`), the PGN it writes read back by
+//! python-chess, and one-line errors with exit code 2 for bad input.
+
+mod common;
+
+use std::path::Path;
+
+use cfzero_network::{Net, save_net};
+use common::*;
+use tch::Device;
+
+/// The test engine's command line.
+fn engine() -> String {
+    let root = repo_root();
+    format!(
+        "{} {}",
+        root.join(".venv/bin/python").display(),
+        root.join("tests/engines/pick_engine.py").display()
+    )
+}
+
+/// Runs `cfzero match ARGS --json` and returns the report.
+fn match_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["match", "--json", "--device", "cpu"];
+    all.extend_from_slice(args);
+    let out = cfzero(&all).output().unwrap();
+    assert!(
+        out.status.success(),
+        "cfzero {all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+fn count(report: &serde_json::Value, key: &str) -> u64 {
+    report["score"][key].as_u64().unwrap()
+}
+
+#[test]
+fn a_net_plays_the_random_mover_from_an_opening_suite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let net_path = tmp.path().join("gen-0000.safetensors");
+    let net = Net::new(&network_config(&micro_config()), Device::Cpu).unwrap();
+    save_net(&net, &net_path).unwrap();
+    let openings = repo_root().join("configs/openings/4mvs_+90_+99.epd");
+    let pgn = tmp.path().join("games.pgn");
+    let report = match_json(&[
+        "--a-net",
+        net_path.to_str().unwrap(),
+        "--a-sims",
+        "4",
+        "--b-random",
+        "--openings",
+        openings.to_str().unwrap(),
+        "--games",
+        "4",
+        "--max-plies",
+        "50",
+        "--pgn",
+        pgn.to_str().unwrap(),
+    ]);
+    assert_eq!(report["games"], 4);
+    assert_eq!(report["a"], "gen-0000 (4 sims)");
+    assert_eq!(report["b"], "random");
+    assert_eq!(
+        count(&report, "wins") + count(&report, "draws") + count(&report, "losses"),
+        4
+    );
+    assert_eq!(report["units"], 2, "two complete pairs");
+    let ends: u64 = report["terminations"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(ends, 4);
+    let games = python_pgn_games(&pgn);
+    assert_eq!(games.len(), 4);
+    // The first two games start from the suite's first opening, A white then black.
+    let text = std::fs::read_to_string(&pgn).unwrap();
+    assert_eq!(text.matches("[White \"gen-0000 (4 sims)\"]").count(), 2);
+    assert_eq!(text.matches("[FEN ").count(), 4);
+}
+
+#[test]
+fn a_uci_engine_with_options_plays_the_random_mover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pgn = tmp.path().join("engine.pgn");
+    let engine = engine();
+    let report = match_json(&[
+        "--a-uci",
+        &engine,
+        "--a-nodes",
+        "1",
+        "--a-option",
+        "Pick=last",
+        "--b-random",
+        "--games",
+        "2",
+        "--max-plies",
+        "30",
+        "--pgn",
+        pgn.to_str().unwrap(),
+    ]);
+    assert_eq!(report["a"], format!("{engine} (1 nodes)"));
+    assert_eq!(report["games"], 2);
+    let games = python_pgn_games(&pgn);
+    assert_eq!(games.len(), 2);
+    // With Pick=last the engine's first move as white is the last legal move in UCI order.
+    let first: Vec<&str> = games[0].split('\t').nth(2).unwrap().split(' ').collect();
+    assert_eq!(first[0], "h2h4");
+}
+
+#[test]
+fn sprt_stops_a_one_sided_match_early() {
+    // Two random movers are even, far below [400, 800]: H0 comes after a few games.
+    let report = match_json(&[
+        "--a-random",
+        "--b-random",
+        "--games",
+        "400",
+        "--max-plies",
+        "20",
+        "--concurrency",
+        "1",
+        "--sprt",
+        "400,800",
+    ]);
+    let games = report["games"].as_u64().unwrap();
+    assert!(games < 400, "the SPRT stopped nothing: {games} games");
+    assert_eq!(report["sprt"]["decision"], "h0");
+    assert!(report["sprt"]["llr"].as_f64().unwrap() <= report["sprt"]["lower"].as_f64().unwrap());
+}
+
+/// `cfzero match ARGS` must fail with exit code 2 and one line naming `expect`.
+fn user_error(args: &[&str], expect: &str) {
+    let mut all = vec!["match"];
+    all.extend_from_slice(args);
+    let out = cfzero(&all).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "cfzero {all:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(expect), "{err:?} should mention {expect:?}");
+}
+
+#[test]
+fn bad_input_is_a_one_line_error_with_exit_code_2() {
+    user_error(&["--b-random"], "player a: give exactly one of");
+    user_error(
+        &["--a-random", "--a-net", "x.safetensors", "--b-random"],
+        "player a",
+    );
+    user_error(
+        &["--a-random", "--b-random", "--b-nodes", "5"],
+        "are for a UCI engine",
+    );
+    user_error(
+        &["--a-random", "--b-uci", "/bin/engine"],
+        "needs one of --b-nodes",
+    );
+    user_error(
+        &[
+            "--a-random",
+            "--b-uci",
+            "/nonexistent/engine",
+            "--b-depth",
+            "3",
+        ],
+        "/nonexistent/engine",
+    );
+    user_error(&["--a-random", "--b-random", "--sprt", "50,0"], "--sprt");
+    user_error(
+        &["--a-net", "/nonexistent/net.safetensors", "--b-random"],
+        "/nonexistent/net.safetensors",
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty.epd");
+    std::fs::write(&empty, "").unwrap();
+    user_error(
+        &[
+            "--a-random",
+            "--b-random",
+            "--openings",
+            Path::new(&empty).to_str().unwrap(),
+        ],
+        "no position",
+    );
+}
