@@ -4,6 +4,7 @@ mod commands;
 mod config;
 mod error;
 mod run;
+mod uci;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -29,7 +30,7 @@ enum Command {
     /// Rate all generations of a run against each other.
     Ladder,
     /// Play a net as a UCI engine.
-    Uci,
+    Uci(uci::UciArgs),
     /// Solve Lichess puzzles with a net.
     Puzzles,
     /// Export a net to Lc0's format or the native one.
@@ -53,6 +54,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Learn(args) => commands::learn::run(&args),
         Command::Debug(args) => commands::debug::run(&args),
         Command::Match(args) => commands::match_cmd::run(&args),
+        Command::Uci(args) => uci::run(&args),
         other => {
             let name = format!("{other:?}").to_lowercase();
             anyhow::bail!("`cfzero {name}` is not implemented yet")

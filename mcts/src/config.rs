@@ -21,12 +21,16 @@ pub enum SearchMode {
 #[serde(rename_all = "snake_case")]
 pub enum QNormalization {
     /// Rescale by the minimum and maximum of the completed Q values at that node
-    /// (mctx's default); all equal values map to 0. Where the values are nearly flat (a
-    /// uniform evaluator, an untrained net) it blows tiny differences up to the full scale:
-    /// with the uniform evaluator it leaves tic-tac-toe mistakes that no budget removes.
+    /// (mctx's default and DESIGN §4's); all equal values map to 0. The improved policy then
+    /// moves well away from the prior even while values are close: measured on the tiny
+    /// preset's first generation, the self-play policy targets had an entropy of 2.31 nats
+    /// (most likely move 0.26) against 3.04 (0.13) with `Fixed`, over 28 legal moves on
+    /// average, and with `Fixed` they stayed near uniform for 15 generations, so the policy
+    /// learned nothing. Where values are exactly flat (the uniform evaluator) it blows
+    /// rounding up to the full scale, which leaves tic-tac-toe mistakes that no budget removes.
+    #[default]
     MinMax,
     /// Fixed bounds: q = (Q + 1) / 2, natural for values bounded by -1 and 1.
-    #[default]
     Fixed,
 }
 
@@ -70,7 +74,7 @@ impl Default for SearchConfig {
             gumbel_m: 16,
             c_visit: 50.0,
             c_scale: 0.1,
-            q_normalization: QNormalization::Fixed,
+            q_normalization: QNormalization::MinMax,
             cpuct: 1.25,
             fpu_reduction: 0.3,
             dirichlet_alpha: 0.3,

@@ -1,0 +1,341 @@
+//! `cfzero uci`: a net as a UCI engine, for chess GUIs and match runners.
+//!
+//! The command loop reads stdin; each `go` runs on a search thread ([`searcher`]) so that
+//! `stop`, `isready` and `quit` are answered while it thinks. Bad input never ends the
+//! engine: it is reported in an `info string` line and ignored.
+
+pub mod clock;
+pub mod command;
+pub mod searcher;
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use anyhow::Result;
+use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_mcts::{SearchConfig, SearchMode};
+use cfzero_network::checkpoint::load_net;
+use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, parse_device};
+use clap::Args;
+use shakmaty::Color;
+
+use crate::error::user_error;
+use crate::user_bail;
+use clock::{MAX_SIMULATIONS, budget};
+use command::{Command, GoParams};
+use searcher::{Job, Shared};
+
+/// Arguments of `cfzero uci`.
+#[derive(Debug, Args)]
+pub struct UciArgs {
+    /// The net to play (the `Net` option can change it).
+    #[arg(long)]
+    pub net: Option<PathBuf>,
+    /// Simulations per move when `go` gives no limit (the `Simulations` option).
+    #[arg(long, default_value_t = 800)]
+    pub sims: u64,
+    /// libtorch threads for the net (the `Threads` option); 0 = all cores.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Device: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+}
+
+/// The engine's options, as `setoption` sets them.
+#[derive(Debug, Clone, PartialEq)]
+struct Options {
+    net: Option<PathBuf>,
+    threads: usize,
+    simulations: u64,
+    mode: SearchMode,
+    move_overhead_ms: u64,
+}
+
+/// The `option` lines of the `uci` answer.
+fn option_lines(o: &Options) -> Vec<String> {
+    let net = o
+        .net
+        .as_ref()
+        .map_or("<empty>".to_string(), |p| p.display().to_string());
+    vec![
+        format!("option name Net type string default {net}"),
+        format!(
+            "option name Threads type spin default {} min 0 max 256",
+            o.threads
+        ),
+        format!(
+            "option name Simulations type spin default {} min 1 max {MAX_SIMULATIONS}",
+            o.simulations
+        ),
+        "option name SearchMode type combo default gumbel var gumbel var puct".to_string(),
+        "option name MoveOverhead type spin default 50 min 0 max 5000".to_string(),
+    ]
+}
+
+/// A loaded net and what it was loaded with.
+struct Loaded {
+    path: PathBuf,
+    threads: usize,
+    handle: InferenceHandle<ChessState>,
+}
+
+/// The engine between commands.
+struct Engine {
+    options: Options,
+    device: tch::Device,
+    loaded: Option<Loaded>,
+    position: ChessState,
+    shared: Shared,
+    search: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Handles one line; false on `quit`.
+    fn handle(&mut self, line: &str) -> bool {
+        match command::parse(line) {
+            Command::Uci => {
+                println!("id name cfzero {}", env!("CARGO_PKG_VERSION"));
+                println!("id author the cfzero developers");
+                for l in option_lines(&self.options) {
+                    println!("{l}");
+                }
+                println!("uciok");
+            }
+            Command::IsReady => {
+                if self.search.is_none() {
+                    self.ensure_net();
+                }
+                println!("readyok");
+            }
+            Command::NewGame => {
+                self.stop_search();
+                self.position = start_position();
+            }
+            Command::SetOption { name, value } => self.set_option(&name, &value),
+            Command::Position { fen, moves } => self.set_position(fen.as_deref(), &moves),
+            Command::Go(go) => self.go(&go),
+            Command::Stop => self.stop_search(),
+            Command::PonderHit | Command::Empty => {}
+            Command::Quit => {
+                self.stop_search();
+                return false;
+            }
+            Command::Invalid(why) => println!("info string ignored: {why}"),
+        }
+        true
+    }
+
+    fn set_option(&mut self, name: &str, value: &str) {
+        if self.search.is_some() {
+            println!("info string ignored: setoption while searching");
+            return;
+        }
+        let number = || value.trim().parse::<u64>().ok();
+        match name.to_ascii_lowercase().as_str() {
+            "net" => {
+                self.options.net =
+                    (!value.is_empty() && value != "<empty>").then(|| PathBuf::from(value))
+            }
+            "threads" => match number().filter(|&n| n <= 256) {
+                Some(n) => self.options.threads = n as usize,
+                None => println!("info string ignored: Threads {value:?} is not 0 to 256"),
+            },
+            "simulations" => match number().filter(|&n| (1..=MAX_SIMULATIONS).contains(&n)) {
+                Some(n) => self.options.simulations = n,
+                None => println!(
+                    "info string ignored: Simulations {value:?} is not 1 to {MAX_SIMULATIONS}"
+                ),
+            },
+            "searchmode" => match value.to_ascii_lowercase().as_str() {
+                "gumbel" => self.options.mode = SearchMode::Gumbel,
+                "puct" => self.options.mode = SearchMode::Puct,
+                _ => println!("info string ignored: SearchMode {value:?} is not gumbel or puct"),
+            },
+            "moveoverhead" => match number().filter(|&n| n <= 5000) {
+                Some(n) => self.options.move_overhead_ms = n,
+                None => println!("info string ignored: MoveOverhead {value:?} is not 0 to 5000"),
+            },
+            _ => println!("info string ignored: unknown option {name:?}"),
+        }
+    }
+
+    /// Sets the position, or keeps the old one if the FEN or a move is bad.
+    fn set_position(&mut self, fen: Option<&str>, moves: &[String]) {
+        if self.search.is_some() {
+            println!("info string ignored: position while searching");
+            return;
+        }
+        let state = match fen {
+            None => Ok(start_position()),
+            Some(f) => ChessState::from_fen(f, HistoryFill::No).map(|mut s| {
+                s.set_max_plies(u32::MAX);
+                s
+            }),
+        };
+        let mut state = match state {
+            Ok(s) => s,
+            Err(e) => {
+                println!("info string ignored: position: {e}");
+                return;
+            }
+        };
+        for mv in moves {
+            if let Err(e) = state.play_uci(mv) {
+                println!("info string ignored: position: {e}");
+                return;
+            }
+        }
+        self.position = state;
+    }
+
+    /// Loads the net if the options name another one (or other threads); false if there is none.
+    fn ensure_net(&mut self) -> bool {
+        let Some(path) = self.options.net.clone() else {
+            println!("info string no net: set the Net option or start with --net");
+            return false;
+        };
+        let threads = self.options.threads;
+        if self
+            .loaded
+            .as_ref()
+            .is_some_and(|l| l.path == path && l.threads == threads)
+        {
+            return true;
+        }
+        self.loaded = None;
+        set_threads(threads);
+        match load_net(&path, self.device) {
+            Ok(net) => {
+                // One position per forward pass: the search evaluates one leaf at a time.
+                let options = InferenceOptions {
+                    max_batch: 1,
+                    ..InferenceOptions::default()
+                };
+                let handle = InferenceServer::spawn(net, options);
+                self.loaded = Some(Loaded {
+                    path,
+                    threads,
+                    handle,
+                });
+                true
+            }
+            Err(e) => {
+                println!("info string cannot load the net: {e}");
+                false
+            }
+        }
+    }
+
+    fn go(&mut self, go: &GoParams) {
+        let started = Instant::now();
+        if self.search.is_some() {
+            println!("info string ignored: go while searching");
+            return;
+        }
+        if !self.ensure_net() {
+            println!("bestmove 0000");
+            return;
+        }
+        let white = self.position.turn() == Color::White;
+        let job = Job {
+            state: self.position.clone(),
+            budget: budget(
+                go,
+                white,
+                self.options.simulations,
+                self.options.move_overhead_ms,
+            ),
+            config: SearchConfig {
+                mode: self.options.mode,
+                // Strongest play: no root noise.
+                gumbel_scale: 0.0,
+                ..SearchConfig::default()
+            },
+            started,
+        };
+        self.shared.stop.store(false, Ordering::Release);
+        self.shared.answered.store(false, Ordering::Release);
+        let net = self.loaded.as_ref().expect("ensured").handle.clone();
+        self.search = Some(searcher::spawn(job, net, self.shared.clone()));
+    }
+
+    /// Stops the search, if any, and waits for its `bestmove`.
+    fn stop_search(&mut self) {
+        if let Some(search) = self.search.take() {
+            self.shared.stop.store(true, Ordering::Release);
+            if search.join().is_err() {
+                println!("info string the search thread failed");
+            }
+        }
+    }
+
+    /// Forgets a search that has given its `bestmove` (its thread may still be ending: a
+    /// GUI can send the next `go` as soon as it reads the answer).
+    fn reap(&mut self) {
+        if self.search.is_some() && self.shared.answered.load(Ordering::Acquire) {
+            self.stop_search();
+        }
+    }
+}
+
+fn start_position() -> ChessState {
+    let mut s = ChessState::new();
+    s.set_max_plies(u32::MAX);
+    s
+}
+
+fn set_threads(n: usize) {
+    let n = if n == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        n
+    };
+    tch::set_num_threads(n as i32);
+}
+
+/// Runs the engine until `quit` or the end of stdin.
+pub fn run(args: &UciArgs) -> Result<()> {
+    if let Some(net) = &args.net
+        && !net.is_file()
+    {
+        user_bail!("net {}: no such file", net.display());
+    }
+    if !(1..=MAX_SIMULATIONS).contains(&args.sims) {
+        user_bail!("--sims {}: must be 1 to {MAX_SIMULATIONS}", args.sims);
+    }
+    let device = parse_device(&args.device).map_err(user_error)?;
+    let mut engine = Engine {
+        options: Options {
+            net: args.net.clone(),
+            threads: args.threads,
+            simulations: args.sims,
+            mode: SearchMode::Gumbel,
+            move_overhead_ms: 50,
+        },
+        device,
+        loaded: None,
+        position: start_position(),
+        shared: Shared::default(),
+        search: None,
+    };
+    let mut input = std::io::stdin().lock();
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        match input.read_until(b'\n', &mut bytes) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        engine.reap();
+        // Bytes that are not UTF-8 are garbage like any other: replaced, then ignored.
+        if !engine.handle(&String::from_utf8_lossy(&bytes)) {
+            break;
+        }
+    }
+    engine.stop_search();
+    Ok(())
+}

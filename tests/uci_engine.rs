@@ -1,0 +1,243 @@
+//! `cfzero uci` driven by a real client, python-chess's engine module (`.venv`, set up by
+//! `scripts/setup.sh`), and fed garbage by hand: it must stay alive, answer `isready` and
+//! never give an illegal move.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use cfzero_mcts::chess::ChessState;
+use cfzero_network::{Net, save_net};
+use common::*;
+use tch::Device;
+
+/// A random micro net in `dir`.
+fn micro_net(dir: &Path) -> PathBuf {
+    let path = dir.join("micro.safetensors");
+    let net = Net::new(&network_config(&micro_config()), Device::Cpu).unwrap();
+    save_net(&net, &path).unwrap();
+    path
+}
+
+const CLIENT: &str = r#"
+import sys
+import chess
+import chess.engine
+
+engine = chess.engine.SimpleEngine.popen_uci(sys.argv[1:])
+assert engine.id["name"].startswith("cfzero"), engine.id
+for name in ("Net", "Threads", "Simulations", "SearchMode", "MoveOverhead"):
+    assert name in engine.options, (name, list(engine.options))
+engine.configure({"Threads": 1, "SearchMode": "gumbel"})
+
+limits = [
+    chess.engine.Limit(nodes=8),
+    chess.engine.Limit(time=0.05),
+    chess.engine.Limit(white_clock=3, black_clock=3, white_inc=0.05, black_inc=0.05),
+]
+for game, limit in enumerate(limits):
+    board = chess.Board()
+    while not board.is_game_over(claim_draw=True) and board.ply() < 40:
+        result = engine.play(board, limit, info=chess.engine.INFO_ALL)
+        assert result.move in board.legal_moves, (result.move, board.fen())
+        board.push(result.move)
+    print(f"game {game}: {board.ply()} plies")
+
+# Analysis: the info lines parse, with a score, a WDL and a legal principal variation.
+board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+info = engine.analyse(board, chess.engine.Limit(nodes=30))
+assert "score" in info and "wdl" in info and "nodes" in info, info
+replay = board.copy()
+for mv in info["pv"]:
+    assert mv in replay.legal_moves, (mv, replay.fen())
+    replay.push(mv)
+engine.quit()
+print("ok")
+"#;
+
+#[test]
+fn python_chess_plays_full_games_against_the_engine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let net = micro_net(tmp.path());
+    // coreutils' `timeout`: a hung engine fails the test instead of the whole CI run.
+    let out = Command::new("timeout")
+        .arg("300")
+        .arg(repo_root().join(".venv/bin/python3"))
+        .arg("-c")
+        .arg(CLIENT)
+        .arg(env!("CARGO_BIN_EXE_cfzero"))
+        .args(["uci", "--device", "cpu", "--sims", "16", "--net"])
+        .arg(&net)
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.trim_end().ends_with("ok"),
+        "python-chess client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.matches("plies").count(), 3, "{stdout}");
+}
+
+/// The engine process with a line reader that can time out.
+struct Engine {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Engine {
+    fn start(net: &Path) -> Engine {
+        let mut child = cfzero(&["uci", "--device", "cpu", "--sims", "8", "--threads", "1"])
+            .arg("--net")
+            .arg(net)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout: ChildStdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Engine {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Lines up to and including the first that starts with `prefix`.
+    fn until(&mut self, prefix: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no {prefix:?} after {seen:?}"));
+            let done = line.starts_with(prefix);
+            seen.push(line);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    /// Waits for `bestmove` after `go` and checks that its move is legal in `state`.
+    fn best_move(&mut self, state: &ChessState) -> Vec<String> {
+        let lines = self.until("bestmove");
+        let mv = lines.last().unwrap().split_whitespace().nth(1).unwrap();
+        let mut after = state.clone();
+        after
+            .play_uci(mv)
+            .unwrap_or_else(|e| panic!("illegal bestmove {mv}: {e}"));
+        lines
+    }
+}
+
+#[test]
+fn garbage_is_ignored_and_the_engine_stays_alive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let net = micro_net(tmp.path());
+    let mut engine = Engine::start(&net);
+    let long = "x".repeat(100_000);
+    let garbage: Vec<&[u8]> = vec![
+        b"hello engine",
+        b"go nodes 99999999999999999999999999999 movetime -5 wtime 3",
+        b"go nodes",
+        b"go depth twelve",
+        b"position fen this is not a fen",
+        b"position fen 8/8/8/8/8/8/8/8 w - - 0 1",
+        b"position startpos moves e2e5",
+        b"position startpos moves e2e4 zz",
+        b"position",
+        b"setoption name Threads value -1",
+        b"setoption name Simulations value 0",
+        b"setoption name SearchMode value minimax",
+        b"setoption name Nonsense value 3",
+        b"setoption",
+        b"stop",
+        b"ponderhit",
+        b"\xff\xfe\x00\x01 binary",
+        long.as_bytes(),
+        b"",
+    ];
+    engine.send(b"uci");
+    engine.until("uciok");
+    for line in &garbage {
+        engine.send(line);
+    }
+    engine.send(b"isready");
+    let lines = engine.until("readyok");
+    let ignored = lines
+        .iter()
+        .filter(|l| l.starts_with("info string"))
+        .count();
+    assert!(ignored >= 14, "each bad line is reported: {lines:?}");
+
+    // The bad positions left the start position in place: its first move is legal there.
+    engine.send(b"go nodes 4");
+    engine.best_move(&ChessState::new());
+
+    // A good position after the bad ones is taken, moves and all.
+    engine.send(b"position startpos moves e2e4 e7e5 g1f3");
+    engine.send(b"go nodes 4");
+    let mut state = ChessState::new();
+    state.play_uci_line("e2e4 e7e5 g1f3").unwrap();
+    engine.best_move(&state);
+
+    // A finished game: no move to give, the null move instead of an illegal one.
+    engine.send(b"position fen 7k/6Q1/6K1/8/8/8/8/8 b - - 0 1");
+    engine.send(b"go nodes 4");
+    assert_eq!(engine.until("bestmove").last().unwrap(), "bestmove 0000");
+
+    // `go infinite` answers only after `stop`, with a legal move and an info line first.
+    engine.send(b"ucinewgame");
+    engine.send(b"position startpos");
+    engine.send(b"go infinite");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        engine.lines.try_iter().all(|l| !l.starts_with("bestmove")),
+        "bestmove before stop"
+    );
+    engine.send(b"isready");
+    engine.until("readyok");
+    engine.send(b"stop");
+    let lines = engine.best_move(&ChessState::new());
+    assert!(
+        lines.iter().any(|l| l.starts_with("info depth")),
+        "{lines:?}"
+    );
+
+    engine.send(b"quit");
+    let status = engine.child.wait().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_missing_net_is_a_one_line_error_with_exit_code_2() {
+    let out = cfzero(&["uci", "--net", "/nonexistent/net.safetensors"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/net.safetensors"), "{err}");
+}
