@@ -1,8 +1,12 @@
-//! Opening books: files of FEN or EPD lines.
+//! Opening books: files of FEN or EPD lines, or PGN games (the position after each game's
+//! moves is the opening).
 
 use std::path::Path;
 
 use cfzero_mcts::chess::{ChessState, HistoryFill};
+use shakmaty::fen::Fen;
+use shakmaty::san::SanPlus;
+use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
 
 /// Why an opening file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +27,16 @@ pub enum OpeningError {
         /// 1-based line number.
         line: usize,
         /// The parser's complaint.
+        reason: String,
+    },
+    /// A PGN game has a move that is not legal or not SAN.
+    #[error("{path}: game {game}: {reason}")]
+    BadGame {
+        /// The file.
+        path: String,
+        /// 1-based game number.
+        game: usize,
+        /// What is wrong.
         reason: String,
     },
     /// The file holds no position.
@@ -51,14 +65,34 @@ pub fn fen_of_line(line: &str) -> String {
     }
 }
 
-/// Reads an opening file: one position a line; blank lines and `#` comments are skipped.
-/// Every position is checked, and the first bad one is an error naming its line.
+/// Reads an opening file. A `.pgn` file gives the final position of each game; any other
+/// file is one FEN or EPD position a line, blank lines and `#` comments skipped. Every
+/// position is checked, and the first bad one is an error naming its line or game.
 pub fn read_openings(path: &Path) -> Result<Vec<String>, OpeningError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| OpeningError::Io {
         path: name.clone(),
         source,
     })?;
+    let is_pgn = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pgn"));
+    let out = if is_pgn {
+        pgn_final_positions(&text).map_err(|(game, reason)| OpeningError::BadGame {
+            path: name.clone(),
+            game,
+            reason,
+        })?
+    } else {
+        fen_lines(&text, &name)?
+    };
+    if out.is_empty() {
+        return Err(OpeningError::Empty { path: name });
+    }
+    Ok(out)
+}
+
+fn fen_lines(text: &str, name: &str) -> Result<Vec<String>, OpeningError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -67,14 +101,130 @@ pub fn read_openings(path: &Path) -> Result<Vec<String>, OpeningError> {
         }
         let fen = fen_of_line(line);
         ChessState::from_fen(&fen, HistoryFill::No).map_err(|e| OpeningError::BadLine {
-            path: name.clone(),
+            path: name.to_string(),
             line: i + 1,
             reason: e.to_string(),
         })?;
         out.push(fen);
     }
-    if out.is_empty() {
-        return Err(OpeningError::Empty { path: name });
-    }
     Ok(out)
+}
+
+/// The FEN after the main line of each PGN game of `text` (comments, variations, NAGs and
+/// move numbers skipped; a `FEN` tag sets the start). Errors are (1-based game, reason).
+pub fn pgn_final_positions(text: &str) -> Result<Vec<String>, (usize, String)> {
+    let mut out = Vec::new();
+    let mut game: Option<Chess> = None;
+    let mut in_tags = false;
+    let finish = |game: &mut Option<Chess>, out: &mut Vec<String>| {
+        if let Some(pos) = game.take() {
+            out.push(Fen::from_position(&pos, EnPassantMode::Legal).to_string());
+        }
+    };
+    let bad = |out: &Vec<String>, reason: String| (out.len() + 1, reason);
+    for token in pgn_tokens(text) {
+        match token {
+            PgnToken::Tag(name, value) => {
+                if !in_tags {
+                    finish(&mut game, &mut out);
+                    game = Some(Chess::default());
+                    in_tags = true;
+                }
+                if name == "FEN" {
+                    let fen: Fen = value
+                        .parse()
+                        .map_err(|e| bad(&out, format!("FEN tag {value:?}: {e}")))?;
+                    let pos = fen
+                        .into_position(CastlingMode::Standard)
+                        .map_err(|e| bad(&out, format!("FEN tag {value:?}: {e}")))?;
+                    game = Some(pos);
+                }
+            }
+            PgnToken::Move(san) => {
+                in_tags = false;
+                let pos = game.get_or_insert_with(Chess::default);
+                // Annotation glyphs ("!?", "?!") are not SAN.
+                let san = san.trim_end_matches(['!', '?']);
+                let mv = san
+                    .parse::<SanPlus>()
+                    .map_err(|_| bad(&out, format!("{san:?} is not a move in SAN")))
+                    .and_then(|s| {
+                        s.san
+                            .to_move(pos)
+                            .map_err(|_| bad(&out, format!("{san} is not legal here")))
+                    })?;
+                pos.play_unchecked(mv);
+            }
+            PgnToken::Result => {
+                in_tags = false;
+                finish(&mut game, &mut out);
+            }
+        }
+    }
+    finish(&mut game, &mut out);
+    Ok(out)
+}
+
+/// What the PGN reader cares about.
+enum PgnToken<'a> {
+    /// `[Name "Value"]`.
+    Tag(&'a str, String),
+    /// A move in SAN, annotations still attached.
+    Move(&'a str),
+    /// `1-0`, `0-1`, `1/2-1/2` or `*`.
+    Result,
+}
+
+/// The tags, moves and results of `text`, skipping comments, variations, NAGs and numbers.
+fn pgn_tokens(text: &str) -> Vec<PgnToken<'_>> {
+    let mut tokens = Vec::new();
+    let mut depth = 0usize;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let skip = |n: usize| &rest[n..];
+        match c {
+            '{' => rest = rest.find('}').map_or("", |i| skip(i + 1)),
+            ';' => rest = rest.find('\n').map_or("", skip),
+            '(' => {
+                depth += 1;
+                rest = skip(1);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                rest = skip(1);
+            }
+            '[' if depth == 0 => {
+                let end = rest.find(']').unwrap_or(rest.len());
+                let inner = rest[1..end].trim();
+                if let Some((name, value)) = inner.split_once(char::is_whitespace) {
+                    let value = value.trim().trim_matches('"').replace("\\\"", "\"");
+                    tokens.push(PgnToken::Tag(name, value));
+                }
+                rest = &rest[(end + 1).min(rest.len())..];
+            }
+            c if c.is_whitespace() => rest = skip(c.len_utf8()),
+            _ => {
+                let end = rest
+                    .find(|c: char| c.is_whitespace() || "{}();[".contains(c))
+                    .unwrap_or(rest.len())
+                    .max(c.len_utf8());
+                let word = &rest[..end];
+                rest = &rest[end..];
+                if depth > 0 {
+                    continue;
+                }
+                if matches!(word, "1-0" | "0-1" | "1/2-1/2" | "*") {
+                    tokens.push(PgnToken::Result);
+                    continue;
+                }
+                // "12." and "12..." prefix a move or stand alone.
+                match word.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.') {
+                    "" => {}
+                    w if w.starts_with('$') => {}
+                    w => tokens.push(PgnToken::Move(w)),
+                }
+            }
+        }
+    }
+    tokens
 }

@@ -98,7 +98,8 @@ pub struct MatchArgs {
     /// games than twice the openings.
     #[arg(long)]
     pub games: Option<usize>,
-    /// Opening suite: EPD or FEN lines (default: the standard start position).
+    /// Opening suite: EPD or FEN lines, or a `.pgn` file whose games end in the openings
+    /// (default: the standard start position).
     #[arg(long)]
     pub openings: Option<PathBuf>,
     /// Games played at the same time (default: 64 between nets, 2 with a UCI engine).
