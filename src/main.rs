@@ -32,7 +32,7 @@ enum Command {
     /// Play a net as a UCI engine.
     Uci(uci::UciArgs),
     /// Solve Lichess puzzles with a net.
-    Puzzles,
+    Puzzles(commands::puzzles::PuzzlesArgs),
     /// Export a net to Lc0's format or the native one.
     Export,
     /// Import an Lc0 attention-body net.
@@ -55,6 +55,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Debug(args) => commands::debug::run(&args),
         Command::Match(args) => commands::match_cmd::run(&args),
         Command::Uci(args) => uci::run(&args),
+        Command::Puzzles(args) => commands::puzzles::run(&args),
         other => {
             let name = format!("{other:?}").to_lowercase();
             anyhow::bail!("`cfzero {name}` is not implemented yet")

@@ -7,6 +7,7 @@ pub mod config;
 pub mod elo;
 pub mod openings;
 pub mod pgn;
+pub mod puzzles;
 pub mod record;
 pub mod replay;
 pub mod result;

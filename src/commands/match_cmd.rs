@@ -10,8 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use cfzero_mcts::SearchConfig;
 use cfzero_mcts::chess::{ChessState, HistoryFill};
-use cfzero_network::checkpoint::load_net;
-use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, parse_device};
+use cfzero_network::{InferenceHandle, parse_device};
 use cfzero_selfplay::arena::{
     ArenaError, ArenaGame, MatchOptions, MatchScore, Player, RandomPlayer, SearchPlayer, run_match,
     score_sample,
@@ -24,7 +23,7 @@ use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::config::Config;
+use super::net_play::{play_search, serve_net};
 use crate::error::user_error;
 use crate::run::progress::bar;
 use crate::user_bail;
@@ -380,15 +379,10 @@ fn signed(elo: f64) -> String {
 
 /// Starts the inference server of a net side (none for other sides).
 fn serve(side: &Side, device: tch::Device) -> Result<Option<InferenceHandle<ChessState>>> {
-    let Side::Net { path, .. } = side else {
-        return Ok(None);
-    };
-    let net = load_net(path, device).map_err(user_error)?;
-    let options = InferenceOptions {
-        max_batch: 256,
-        ..InferenceOptions::default()
-    };
-    Ok(Some(InferenceServer::spawn(net, options)))
+    match side {
+        Side::Net { path, .. } => serve_net(path, device).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// The player of a side; `handle` is its inference server when it is a net.
@@ -476,15 +470,7 @@ pub fn run(args: &MatchArgs) -> Result<()> {
         .concurrency
         .unwrap_or(if engines { 2 } else { 64 })
         .clamp(1, games);
-    let search = match &args.config {
-        Some(path) => Config::load(path)?.search,
-        None => SearchConfig::default(),
-    };
-    // Strongest play: no root noise; the openings give the variety.
-    let search = SearchConfig {
-        gumbel_scale: 0.0,
-        ..search
-    };
+    let search = play_search(args.config.as_deref())?;
     let device = parse_device(&args.device).map_err(user_error)?;
     let (label_a, label_b) = (side_a.label(), side_b.label());
     let handle_a = serve(&side_a, device)?;

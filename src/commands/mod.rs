@@ -6,5 +6,7 @@ pub mod debug;
 pub mod info;
 pub mod learn;
 pub mod match_cmd;
+pub mod net_play;
+pub mod puzzles;
 pub mod selfplay;
 pub mod train;

@@ -1,0 +1,36 @@
+//! What the commands that play a net share: its inference server and its search constants.
+
+use std::path::Path;
+
+use anyhow::Result;
+use cfzero_mcts::SearchConfig;
+use cfzero_mcts::chess::ChessState;
+use cfzero_network::checkpoint::load_net;
+use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer};
+
+use crate::config::Config;
+use crate::error::user_error;
+
+/// Loads the net at `path` onto `device` and starts its inference server (a missing or
+/// broken file is the user's error).
+pub fn serve_net(path: &Path, device: tch::Device) -> Result<InferenceHandle<ChessState>> {
+    let net = load_net(path, device).map_err(user_error)?;
+    let options = InferenceOptions {
+        max_batch: 256,
+        ..InferenceOptions::default()
+    };
+    Ok(InferenceServer::spawn(net, options))
+}
+
+/// The search constants for play: the `[search]` table of `config` (DESIGN defaults without
+/// one), without root noise, since play wants the strongest move.
+pub fn play_search(config: Option<&Path>) -> Result<SearchConfig> {
+    let search = match config {
+        Some(path) => Config::load(path)?.search,
+        None => SearchConfig::default(),
+    };
+    Ok(SearchConfig {
+        gumbel_scale: 0.0,
+        ..search
+    })
+}

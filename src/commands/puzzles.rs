@@ -1,0 +1,116 @@
+//! `cfzero puzzles`: a net's accuracy on Lichess puzzles, overall and by rating band.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use cfzero_network::parse_device;
+use cfzero_selfplay::arena::{ArenaError, SearchPlayer};
+use cfzero_selfplay::puzzles::{BANDS, PuzzleTally, read_puzzles, solve_puzzles};
+use clap::Args;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::net_play::{play_search, serve_net};
+use crate::error::user_error;
+use crate::run::progress::bar;
+use crate::user_bail;
+
+/// Arguments of `cfzero puzzles`.
+#[derive(Debug, Args)]
+pub struct PuzzlesArgs {
+    /// The net.
+    #[arg(long)]
+    pub net: PathBuf,
+    /// A Lichess puzzle CSV (`PuzzleId,FEN,Moves,Rating,...`).
+    #[arg(long)]
+    pub file: PathBuf,
+    /// Simulations per move.
+    #[arg(long, default_value_t = 64)]
+    pub sims: u32,
+    /// Only the first K puzzles of the file.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Puzzles solved at the same time (their searches share forward passes).
+    #[arg(long, default_value_t = 64)]
+    pub concurrency: usize,
+    /// The search constants: the `[search]` table of this config (default: DESIGN defaults).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Device: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Print the tally and every outcome as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Solves the puzzles and prints the accuracy.
+pub fn run(args: &PuzzlesArgs) -> Result<()> {
+    if args.sims == 0 {
+        user_bail!("--sims must be at least 1");
+    }
+    if args.limit == Some(0) {
+        user_bail!("--limit must be at least 1");
+    }
+    let puzzles = read_puzzles(&args.file, args.limit).map_err(user_error)?;
+    let search = play_search(args.config.as_deref())?;
+    let device = parse_device(&args.device).map_err(user_error)?;
+    let handle = serve_net(&args.net, device)?;
+    let name = args.net.file_stem().unwrap_or_default().to_string_lossy();
+    let mut player = SearchPlayer::new(name, &handle, search, args.sims);
+    let progress = bar(puzzles.len() as u64, "puzzles", "puzzles");
+    let mut solved = 0;
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let outcomes = solve_puzzles(
+        &puzzles,
+        &mut player,
+        args.concurrency,
+        &mut rng,
+        &mut |o| {
+            solved += usize::from(o.solved);
+            progress.inc(1);
+            progress.set_message(format!("{solved} solved"));
+        },
+    )
+    .map_err(|e| match e {
+        ArenaError::Search(e) => anyhow::Error::new(e).context("a search failed"),
+        other => user_error(other),
+    })?;
+    progress.finish_and_clear();
+    let tally = PuzzleTally::of(&outcomes);
+    if args.json {
+        let report = serde_json::json!({
+            "net": args.net,
+            "simulations": args.sims,
+            "tally": tally,
+            "bands": BANDS,
+            "outcomes": outcomes,
+        });
+        println!("{report}");
+        return Ok(());
+    }
+    let pct = |(s, n): (usize, usize)| {
+        if n == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}%", 100.0 * s as f64 / n as f64)
+        }
+    };
+    println!(
+        "{}: {} of {} puzzles solved ({}), {} simulations a move",
+        args.net.display(),
+        tally.all.0,
+        tally.all.1,
+        pct(tally.all),
+        args.sims
+    );
+    for (name, counts) in BANDS.iter().zip(tally.bands) {
+        println!(
+            "  {name:>10}: {:>5} of {:>5}  {:>6}",
+            counts.0,
+            counts.1,
+            pct(counts)
+        );
+    }
+    Ok(())
+}
