@@ -3,6 +3,7 @@
 mod commands;
 mod config;
 mod error;
+mod plot;
 mod run;
 mod uci;
 
@@ -28,7 +29,7 @@ enum Command {
     /// Play a match between two nets or engines.
     Match(Box<commands::match_cmd::MatchArgs>),
     /// Rate all generations of a run against each other.
-    Ladder,
+    Ladder(commands::ladder::LadderArgs),
     /// Play a net as a UCI engine.
     Uci(uci::UciArgs),
     /// Solve Lichess puzzles with a net.
@@ -55,6 +56,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Debug(args) => commands::debug::run(&args),
         Command::Match(args) => commands::match_cmd::run(&args),
         Command::Uci(args) => uci::run(&args),
+        Command::Ladder(args) => commands::ladder::run(&args),
         Command::Puzzles(args) => commands::puzzles::run(&args),
         other => {
             let name = format!("{other:?}").to_lowercase();

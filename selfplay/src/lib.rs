@@ -8,6 +8,7 @@ pub mod elo;
 pub mod openings;
 pub mod pgn;
 pub mod puzzles;
+pub mod ratings;
 pub mod record;
 pub mod replay;
 pub mod result;

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod bench_nn;
 pub mod debug;
 pub mod info;
+pub mod ladder;
 pub mod learn;
 pub mod match_cmd;
 pub mod net_play;

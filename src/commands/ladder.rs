@@ -1,0 +1,282 @@
+//! `cfzero ladder`: ratings of every published generation of a run. Each generation plays
+//! its predecessor and generation 0; the games of all pairs are fitted together
+//! ([`cfzero_selfplay::ratings`]), written to `ladder/ratings.csv` and drawn in
+//! `ladder/elo.png`. Results are kept in `ladder/results.json`, so a later call only plays
+//! the games that are missing (new generations, or more games per pair).
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use cfzero_network::parse_device;
+use cfzero_selfplay::arena::{ArenaError, MatchOptions, MatchScore, SearchPlayer, run_match};
+use cfzero_selfplay::openings::read_openings;
+use cfzero_selfplay::ratings::{PairResult, fit_ratings};
+use clap::Args;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::net_play::{play_search, serve_net};
+use crate::config::Config;
+use crate::error::user_error;
+use crate::plot::{EloPoint, elo_plot};
+use crate::run::dir::RunDir;
+use crate::run::progress::bar;
+use crate::user_bail;
+
+/// Arguments of `cfzero ladder`.
+#[derive(Debug, Args)]
+pub struct LadderArgs {
+    /// The run directory.
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Games per pair of generations (even: each opening with both colours).
+    #[arg(long, default_value_t = 10)]
+    pub games: usize,
+    /// Simulations per move.
+    #[arg(long, default_value_t = 16)]
+    pub sims: u32,
+    /// Opening suite (default: the run's `eval_openings`).
+    #[arg(long)]
+    pub openings: Option<PathBuf>,
+    /// Games reaching this many plies are draws (default: the run's `max_plies`).
+    #[arg(long)]
+    pub max_plies: Option<u32>,
+    /// Games of a pair played at the same time.
+    #[arg(long, default_value_t = 64)]
+    pub concurrency: usize,
+    /// Device: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+}
+
+/// The games played between two generations so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct PairRecord {
+    /// The newer generation.
+    a: u32,
+    /// The older one.
+    b: u32,
+    /// A's wins, draws and losses.
+    wins: u32,
+    draws: u32,
+    losses: u32,
+}
+
+impl PairRecord {
+    fn games(&self) -> usize {
+        (self.wins + self.draws + self.losses) as usize
+    }
+}
+
+/// The pairs each generation plays: its predecessor and generation 0 (once if they are the same).
+fn schedule(generations: &[u32]) -> Vec<(u32, u32)> {
+    let mut pairs = Vec::new();
+    for w in generations.windows(2) {
+        pairs.push((w[1], w[0]));
+        if w[0] != generations[0] {
+            pairs.push((w[1], generations[0]));
+        }
+    }
+    pairs
+}
+
+fn load_results(path: &Path) -> Result<Vec<PairRecord>> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        user_error(format!(
+            "{}: not a ladder results file: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// Writes `text` to `path` atomically (a temporary file renamed over it).
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Minutes from the publication of the first net to that of `path` (file times).
+fn minutes_since(first: SystemTime, path: &Path) -> f64 {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(first).ok())
+        .map_or(0.0, |d| d.as_secs_f64() / 60.0)
+}
+
+/// Plays the missing games, fits the ratings and writes the CSV and the plot.
+pub fn run(args: &LadderArgs) -> Result<()> {
+    let dir = RunDir::new(&args.run);
+    if !dir.config().exists() {
+        user_bail!("{} holds no run (no config.toml)", dir.root().display());
+    }
+    if args.games == 0 || args.sims == 0 {
+        user_bail!("--games and --sims must be at least 1");
+    }
+    let config = Config::load(&dir.config())?;
+    let generations = dir.published()?;
+    if generations.len() < 2 {
+        user_bail!(
+            "{}: a ladder needs at least two published nets",
+            dir.root().display()
+        );
+    }
+    // Play without root noise repeats itself from one start: a suite gives the variety.
+    let openings = match args.openings.as_ref().or(config.run.eval_openings.as_ref()) {
+        Some(path) => read_openings(path).map_err(user_error)?,
+        None => user_bail!(
+            "{}: the run has no eval_openings; give --openings FILE",
+            dir.root().display()
+        ),
+    };
+    let max_plies = args.max_plies.unwrap_or(config.selfplay.max_plies);
+    let device = parse_device(&args.device).map_err(user_error)?;
+    let search = play_search(Some(&dir.config()))?;
+    let ladder_dir = dir.root().join("ladder");
+    std::fs::create_dir_all(&ladder_dir)
+        .with_context(|| format!("creating {}", ladder_dir.display()))?;
+    let results_path = ladder_dir.join("results.json");
+    let mut results = load_results(&results_path)?;
+
+    let pairs = schedule(&generations);
+    let missing: usize = pairs
+        .iter()
+        .map(|&(a, b)| {
+            let have = results
+                .iter()
+                .find(|r| (r.a, r.b) == (a, b))
+                .map_or(0, PairRecord::games);
+            args.games.saturating_sub(have)
+        })
+        .sum();
+    let progress = bar(missing as u64, "ladder", "games");
+    for &(a, b) in &pairs {
+        let index = match results.iter().position(|r| (r.a, r.b) == (a, b)) {
+            Some(i) => i,
+            None => {
+                results.push(PairRecord {
+                    a,
+                    b,
+                    wins: 0,
+                    draws: 0,
+                    losses: 0,
+                });
+                results.len() - 1
+            }
+        };
+        let have = results[index].games();
+        if have >= args.games {
+            continue;
+        }
+        progress.set_message(format!("gen {a} vs gen {b}"));
+        // New games start at the openings after those already played.
+        let skip = (have / 2) % openings.len();
+        let rotated: Vec<String> = openings[skip..]
+            .iter()
+            .chain(&openings[..skip])
+            .cloned()
+            .collect();
+        let net_a = serve_net(&dir.net(a), device)?;
+        let net_b = serve_net(&dir.net(b), device)?;
+        let mut player_a = SearchPlayer::new(format!("gen {a}"), &net_a, search.clone(), args.sims);
+        let mut player_b = SearchPlayer::new(format!("gen {b}"), &net_b, search.clone(), args.sims);
+        let options = MatchOptions {
+            games: args.games - have,
+            concurrency: args.concurrency,
+            max_plies,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(u64::from(a) << 32 | u64::from(b));
+        let games = run_match(
+            &mut player_a,
+            &mut player_b,
+            &rotated,
+            &options,
+            &mut rng,
+            &mut |_| {
+                progress.inc(1);
+                true
+            },
+        )
+        .map_err(|e| match e {
+            ArenaError::Search(e) => anyhow::Error::new(e).context("a search failed"),
+            other => user_error(other),
+        })?;
+        let score = MatchScore::of(&games);
+        let r = &mut results[index];
+        r.wins += score.wins;
+        r.draws += score.draws;
+        r.losses += score.losses;
+        write_atomic(&results_path, &serde_json::to_string_pretty(&results)?)?;
+    }
+    progress.finish_and_clear();
+
+    // Players are indexed by position in `generations`; generation 0 (the first) is the reference.
+    let index_of = |g: u32| generations.iter().position(|&x| x == g);
+    let pair_results: Vec<PairResult> = results
+        .iter()
+        .filter_map(|r| {
+            Some(PairResult {
+                a: index_of(r.a)?,
+                b: index_of(r.b)?,
+                games: r.games() as f64,
+                points_a: f64::from(r.wins) + 0.5 * f64::from(r.draws),
+            })
+        })
+        .collect();
+    let ratings = fit_ratings(generations.len(), &pair_results);
+    let first = std::fs::metadata(dir.net(generations[0]))
+        .and_then(|m| m.modified())
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut csv = String::from("generation,step,minutes,elo,elo_low,elo_high,games\n");
+    let mut points = Vec::new();
+    for (i, (&g, rating)) in generations.iter().zip(&ratings).enumerate() {
+        let games: usize = results
+            .iter()
+            .filter(|r| r.a == g || r.b == g)
+            .map(PairRecord::games)
+            .sum();
+        let point = EloPoint {
+            step: (u64::from(g) * config.run.steps_per_generation) as f64,
+            minutes: if i == 0 {
+                0.0
+            } else {
+                minutes_since(first, &dir.net(g))
+            },
+            elo: rating.elo,
+            margin: rating.margin,
+        };
+        csv.push_str(&format!(
+            "{g},{},{:.1},{:.1},{:.1},{:.1},{games}\n",
+            point.step,
+            point.minutes,
+            point.elo,
+            point.elo - point.margin,
+            point.elo + point.margin
+        ));
+        points.push(point);
+        println!(
+            "gen {g:>4}: Elo {:>+7.1} ± {:>5.1} ({games} games)",
+            rating.elo, rating.margin
+        );
+    }
+    let csv_path = ladder_dir.join("ratings.csv");
+    write_atomic(&csv_path, &csv)?;
+    let png = ladder_dir.join("elo.png");
+    let title = format!(
+        "{}: Elo by generation ({} sims, {} games a pair)",
+        dir.root().display(),
+        args.sims,
+        args.games
+    );
+    elo_plot(&points, &title, &png)?;
+    println!("wrote {} and {}", csv_path.display(), png.display());
+    Ok(())
+}
