@@ -72,9 +72,28 @@ fn with_a_fixed_form_a_position_evaluates_the_same_in_any_batch() {
     let inputs = Tensor::rand([33, 64, 112], (Kind::Float, Device::Cpu));
     for form in [ShawForm::Gathered, ShawForm::Buckets] {
         net.model.shaw_form = form;
-        let alone = tch::no_grad(|| net.forward(&inputs.narrow(0, 0, 1)).policy);
+        // Every head: policy, WDL, q, st and moves left, side by side.
+        let heads = |b: i64| {
+            let out = tch::no_grad(|| net.forward(&inputs.narrow(0, 0, b)));
+            let q = out.q.expect("micro has a q head");
+            let st = out.st.expect("micro has an st head");
+            Tensor::cat(
+                &[
+                    out.policy,
+                    out.wdl.expect("micro has a winner head"),
+                    q.value.unsqueeze(1),
+                    q.categorical,
+                    st.value.unsqueeze(1),
+                    out.moves_left
+                        .expect("micro has a moves-left head")
+                        .view([b, -1]),
+                ],
+                1,
+            )
+        };
+        let alone = heads(1);
         for b in [2, 3, BUCKET_FORM_MAX_BATCH, 9, 33] {
-            let batched = tch::no_grad(|| net.forward(&inputs.narrow(0, 0, b)).policy);
+            let batched = heads(b);
             assert!(
                 batched.narrow(0, 0, 1).equal(&alone),
                 "{form:?}: position 0 alone and in a batch of {b} differ"

@@ -289,12 +289,14 @@ fn serve(
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
-        let start = Instant::now();
-        run_batch(&net, &mut batch, positions, &mut staging, pool);
+        // Counted before the replies go out, so that a requester that has its answer also
+        // sees it counted.
         stats.batches.fetch_add(1, Ordering::Relaxed);
         stats
             .positions
             .fetch_add(positions as u64, Ordering::Relaxed);
+        let start = Instant::now();
+        run_batch(&net, &mut batch, positions, &mut staging, pool);
         stats
             .busy_nanos
             .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);

@@ -7,6 +7,24 @@ use crate::config::Norm;
 /// Epsilon of the encoder norms (Lc0 uses 1e-6 for its PE_MAP attention bodies).
 pub const NORM_EPS: f64 = 1e-6;
 
+/// Fewest rows a matrix product is given: smaller inputs are padded with zero rows.
+/// libtorch's CPU products take other paths for one to three rows, which round differently,
+/// and a position's outputs would then depend on how many others share its forward pass
+/// (seen in `with_a_fixed_form_a_position_evaluates_the_same_in_any_batch`: rows 1, 2 and 3
+/// each differed, 4 to 9 agreed). Reproducible self-play needs them not to.
+pub const MIN_ROWS: i64 = 8;
+
+/// `x` (`[rows, ...]`) with zero rows appended up to [`MIN_ROWS`].
+pub fn pad_rows(x: &Tensor) -> Tensor {
+    let mut size = x.size();
+    let rows = size[0];
+    if rows >= MIN_ROWS {
+        return x.shallow_clone();
+    }
+    size[0] = MIN_ROWS - rows;
+    Tensor::cat(&[x, &Tensor::zeros(&size, (x.kind(), x.device()))], 0)
+}
+
 /// A dense layer `y = x W^T + b`, weight `[out, in]` (row-major, like Lc0's files).
 #[derive(Debug)]
 pub struct Dense {
@@ -33,9 +51,15 @@ impl Dense {
         Dense { w, b }
     }
 
-    /// Applies the layer to the last dimension of `x`.
+    /// Applies the layer to the last dimension of `x`. A matrix `[B, in]` of fewer than
+    /// [`MIN_ROWS`] rows is padded first, so that each row's result does not depend on `B`.
     pub fn forward(&self, x: &Tensor) -> Tensor {
-        x.linear(&self.w, self.b.as_ref())
+        match x.size()[..] {
+            [rows, _] if rows < MIN_ROWS => pad_rows(x)
+                .linear(&self.w, self.b.as_ref())
+                .narrow(0, 0, rows),
+            _ => x.linear(&self.w, self.b.as_ref()),
+        }
     }
 }
 

@@ -5,6 +5,8 @@ use std::sync::OnceLock;
 
 use tch::{Device, Kind, Tensor};
 
+use super::layers::pad_rows;
+
 /// Number of displacement buckets: (delta rank, delta file) in -7..=7 each.
 pub const BUCKETS: usize = 225;
 
@@ -110,13 +112,6 @@ pub fn attend_shaw(
     }
 }
 
-/// Fewest rows [`attend_shaw_gathered`] multiplies at once: smaller batches are padded with
-/// zero rows. libtorch's CPU matrix product takes other paths for one to three rows, which round
-/// differently, and a position's outputs would then depend on its batch (found by
-/// `with_a_fixed_form_a_position_evaluates_the_same_in_any_batch`: rows 1, 2 and 3 each differed,
-/// 4 to 9 agreed).
-pub const GATHERED_MIN_ROWS: i64 = 8;
-
 /// Shaw attention over tables gathered to `[H, 64, 64, d_head]` by [`gather`].
 ///
 /// Each Shaw term is one batched matrix product over the (head, square) pairs with the batch as
@@ -124,16 +119,15 @@ pub const GATHERED_MIN_ROWS: i64 = 8;
 pub fn attend_shaw_gathered(q: &Tensor, k: &Tensor, v: &Tensor, gathered: ShawTables) -> Tensor {
     let (b, h, n, dh) = q.size4().expect("q is [B, H, 64, d_head]");
     let (rq, rk, rv) = gathered;
-    let rows = b.max(GATHERED_MIN_ROWS);
-    // [B, H, 64, x] -> [H*64, rows, x]: one row block per (head, square), zero rows after B.
+    // [B, H, 64, x] -> [H*64, rows, x]: one row block per (head, square), the batch padded to
+    // at least MIN_ROWS rows (see there: small products round differently).
     let by_square = |t: &Tensor, x: i64| {
-        let t = t.permute([1, 2, 0, 3]).reshape([h * n, b, x]);
-        if rows > b {
-            let pad = Tensor::zeros([h * n, rows - b, x], (t.kind(), t.device()));
-            Tensor::cat(&[t, pad], 1)
-        } else {
-            t
-        }
+        pad_rows(
+            &t.permute([1, 2, 0, 3])
+                .reshape([h * n, b, x])
+                .transpose(0, 1),
+        )
+        .transpose(0, 1)
     };
     // [H*64, rows, y] -> [H, 64, B, y]: the batch's rows back.
     let unpad = |t: Tensor, y: i64| t.narrow(1, 0, b).reshape([h, n, b, y]);
