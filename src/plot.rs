@@ -94,3 +94,67 @@ pub fn elo_plot(points: &[EloPoint], title: &str, path: &Path) -> Result<()> {
         .map_err(|e| anyhow!("{e}"))
         .with_context(|| format!("drawing {}", path.display()))
 }
+
+/// Draws a chess board, white at the bottom, each square shaded by `weights[square]` (a1 = 0,
+/// h8 = 63; white to red, scaled to the largest weight) and labelled with its percentage, the
+/// pieces as letters (`pieces[square]`, uppercase white), and the `query` square outlined.
+pub fn attention_board(
+    weights: &[f32; 64],
+    pieces: &[Option<char>; 64],
+    query: usize,
+    title: &str,
+    path: &Path,
+) -> Result<()> {
+    register_font();
+    const CELL: i32 = 64;
+    const MARGIN: i32 = 40;
+    let draw = || -> Result<(), Box<dyn std::error::Error>> {
+        let size = (8 * CELL + 2 * MARGIN) as u32;
+        let root = BitMapBackend::new(path, (size, size + 30)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let font = |px: i32| ("sans-serif", px).into_font();
+        root.draw(&Text::new(title.to_string(), (MARGIN, 8), font(18)))?;
+        let top = MARGIN + 20;
+        let max = weights.iter().copied().fold(f32::MIN_POSITIVE, f32::max);
+        for (square, &weight) in weights.iter().enumerate() {
+            let (file, rank) = ((square % 8) as i32, (square / 8) as i32);
+            let (x, y) = (MARGIN + file * CELL, top + (7 - rank) * CELL);
+            let cell = [(x, y), (x + CELL, y + CELL)];
+            let fade = (255.0 * (1.0 - (weight / max).clamp(0.0, 1.0))) as u8;
+            root.draw(&Rectangle::new(cell, RGBColor(255, fade, fade).filled()))?;
+            let edge = if square == query {
+                RGBColor(31, 119, 180).stroke_width(4)
+            } else {
+                RGBColor(160, 160, 160).stroke_width(1)
+            };
+            root.draw(&Rectangle::new(cell, edge))?;
+            if let Some(piece) = pieces[square] {
+                let colour = if piece.is_ascii_uppercase() {
+                    RGBColor(0, 0, 0)
+                } else {
+                    RGBColor(110, 70, 20)
+                };
+                let text = font(32).color(&colour);
+                root.draw(&Text::new(
+                    piece.to_string(),
+                    (x + CELL / 2 - 10, y + CELL / 2 - 16),
+                    text,
+                ))?;
+            }
+            let percent = format!("{:.0}", 100.0 * weight);
+            root.draw(&Text::new(percent, (x + 3, y + CELL - 15), font(12)))?;
+        }
+        for i in 0..8 {
+            let file = char::from(b'a' + i as u8).to_string();
+            let below = (MARGIN + i * CELL + CELL / 2 - 4, top + 8 * CELL + 6);
+            root.draw(&Text::new(file, below, font(16)))?;
+            let left = (MARGIN - 20, top + i * CELL + CELL / 2 - 8);
+            root.draw(&Text::new((8 - i).to_string(), left, font(16)))?;
+        }
+        root.present()?;
+        Ok(())
+    };
+    draw()
+        .map_err(|e| anyhow!("{e}"))
+        .with_context(|| format!("drawing {}", path.display()))
+}

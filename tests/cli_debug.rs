@@ -146,3 +146,108 @@ fn bad_config_files_are_one_line_errors() {
     assert_user_error(&["info", "--config", &shown], &[shown.as_str(), "line 2"]);
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn debug_attention_draws_one_query_square() {
+    use cfzero_network::{Net, NetworkConfig, save_net};
+    let tmp = tempfile::tempdir().unwrap();
+    let net = tmp.path().join("micro.safetensors");
+    let micro = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("configs/micro.toml"),
+    )
+    .unwrap();
+    let network: toml::Table = toml::from_str(&micro).unwrap();
+    let config: NetworkConfig = network["network"].clone().try_into().unwrap();
+    save_net(&Net::new(&config, tch::Device::Cpu).unwrap(), &net).unwrap();
+    let png = tmp.path().join("map.png");
+    let (net_s, png_s) = (net.to_str().unwrap(), png.to_str().unwrap());
+    // Black to move: the net sees the board mirrored, the map is drawn as the board stands.
+    let out = cfzero(&[
+        "debug",
+        "attention",
+        "--net",
+        net_s,
+        "--moves",
+        "e2e4",
+        "--layer",
+        "0",
+        "--head",
+        "1",
+        "--square",
+        "e7",
+        "--out",
+        png_s,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("layer 0, head 1, query e7"), "{text}");
+    assert_eq!(
+        lines.len(),
+        6,
+        "a title and the five strongest squares: {text}"
+    );
+    let percents: Vec<f64> = lines[1..]
+        .iter()
+        .map(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .unwrap()
+                .trim_end_matches('%')
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(percents.windows(2).all(|w| w[0] >= w[1]), "{percents:?}");
+    assert!(percents.iter().sum::<f64>() <= 100.05);
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+
+    assert_user_error(
+        &[
+            "debug",
+            "attention",
+            "--net",
+            net_s,
+            "--square",
+            "e9",
+            "--out",
+            png_s,
+        ],
+        &["--square"],
+    );
+    assert_user_error(
+        &[
+            "debug",
+            "attention",
+            "--net",
+            net_s,
+            "--square",
+            "e4",
+            "--layer",
+            "1",
+            "--out",
+            png_s,
+        ],
+        &["--layer 1"],
+    );
+    assert_user_error(
+        &[
+            "debug",
+            "attention",
+            "--net",
+            net_s,
+            "--square",
+            "e4",
+            "--head",
+            "2",
+            "--out",
+            png_s,
+        ],
+        &["--head 2"],
+    );
+}

@@ -5,7 +5,7 @@ mod net_support;
 use cfzero_network::Net;
 use cfzero_network::encoding::{POLICY_SIZE, attention_gather};
 use cfzero_network::mask::{legal_mask_from_indices, masked_softmax};
-use cfzero_network::model::attention::PositionTerm;
+use cfzero_network::model::attention::{AttentionContext, PositionTerm};
 use cfzero_network::model::shaw::{
     self, BUCKET_FORM_MAX_BATCH, ShawForm, attend_reference, attend_shaw, attend_shaw_buckets,
     attend_shaw_gathered, bucket, bucket_index, gather,
@@ -193,4 +193,50 @@ fn illegal_moves_never_get_probability() {
         }
     }
     assert_eq!(p.double_value(&[1, 100]), 1.0);
+}
+
+#[test]
+fn attention_probabilities_reproduce_the_shaw_layer() {
+    tch::manual_seed(9);
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let attn = &net.model.layers[0].attn;
+    let PositionTerm::Shaw { rq, rk, rv } = &attn.position else {
+        panic!("micro uses Shaw")
+    };
+    tch::no_grad(|| {
+        for t in [rq, rk, rv] {
+            t.shallow_clone()
+                .copy_(&(Tensor::randn(t.size(), (Kind::Float, Device::Cpu)) * 0.5));
+        }
+        let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
+        let idx = bucket_index(Device::Cpu);
+        let ctx = AttentionContext {
+            bucket_index: &idx,
+            smolgen_w: None,
+            shaw_form: ShawForm::Gathered,
+        };
+        let p = attn.probabilities(&x, &ctx);
+        assert_eq!(p.size(), [2, 2, 64, 64]);
+        let sums = p.sum_dim_intlist([3i64].as_slice(), false, Kind::Float);
+        assert!((sums - 1.0).abs().max().double_value(&[]) < 1e-5);
+        // The layer's attention output is p v plus the Shaw value term sum_j p_ij rv_ij.
+        let (q, k, v) = attn.qkv(&x);
+        let fused = attend_shaw(&q, &k, &v, (rq, rk, rv), &idx, ShawForm::Gathered);
+        let g = gather(rv, &idx);
+        let by_hand = p.matmul(&v)
+            + (p.unsqueeze(-1) * g.unsqueeze(0)).sum_dim_intlist(
+                [3i64].as_slice(),
+                false,
+                Kind::Float,
+            );
+        assert!((fused - by_hand).abs().max().double_value(&[]) < 1e-5);
+    });
+    // The model's map of layer 0 is the same layer's probabilities of the embedded inputs.
+    let inputs = Tensor::rand([1, 64, 112], (Kind::Float, Device::Cpu));
+    let map = tch::no_grad(|| net.model.attention_map(&inputs, 0)).unwrap();
+    assert_eq!(map.size(), [1, 2, 64, 64]);
+    assert!(
+        net.model.attention_map(&inputs, 1).is_none(),
+        "micro has one layer"
+    );
 }

@@ -1,16 +1,24 @@
-//! `cfzero debug`: look inside the encoding. `debug moves` prints the policy index,
-//! `debug planes` the input planes of a position (DESIGN.md §2).
+//! `cfzero debug`: look inside the encoding and the net. `debug moves` prints the policy
+//! index, `debug planes` the input planes of a position (DESIGN.md §2), `debug attention` one
+//! query square's attention map as a PNG board.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use cfzero_mcts::chess::{ChessState, HISTORY_STEPS, HistoryFill};
-use cfzero_network::encoding::{HALFMOVE_PLANE, InputPlanes, PLANES, encode_planes, move_strings};
+use cfzero_network::checkpoint::load_net;
+use cfzero_network::encoding::{
+    HALFMOVE_PLANE, InputPlanes, PLANES, TOKEN_FLOATS, encode_planes, encode_tokens, move_strings,
+};
 use clap::{Args, Subcommand, ValueEnum};
-use shakmaty::{Color, Square};
+use shakmaty::{Color, Position, Square};
+use tch::{Device, Tensor};
 
 use crate::error::user_error;
+use crate::plot::attention_board;
+use crate::user_bail;
 
 /// The standard start position.
 const START_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
@@ -30,6 +38,31 @@ pub enum DebugCommand {
     Moves,
     /// The non-zero input planes of a position, one a line.
     Planes(PlanesArgs),
+    /// The attention map of one query square (a layer and head of a net), drawn on the board.
+    Attention(AttentionArgs),
+}
+
+/// Arguments of `cfzero debug attention`.
+#[derive(Debug, Args)]
+pub struct AttentionArgs {
+    /// The net.
+    #[arg(long)]
+    pub net: PathBuf,
+    /// The position and the moves after it.
+    #[command(flatten)]
+    pub position: PlanesArgs,
+    /// Encoder layer, from 0.
+    #[arg(long, default_value_t = 0)]
+    pub layer: usize,
+    /// Attention head, from 0.
+    #[arg(long, default_value_t = 0)]
+    pub head: usize,
+    /// The query square, e.g. e4.
+    #[arg(long)]
+    pub square: String,
+    /// The PNG to write.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 /// How history before the FEN is filled (Lc0's `--history-fill`).
@@ -80,6 +113,7 @@ pub fn run(args: &DebugArgs) -> Result<()> {
             let state = position(planes)?;
             describe_planes(&state, &encode_planes(&state))
         }
+        DebugCommand::Attention(args) => attention(args)?,
     };
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -99,6 +133,60 @@ fn position(args: &PlanesArgs) -> Result<ChessState> {
             .map_err(|e| user_error(format!("--moves: {e}")))?;
     }
     Ok(state)
+}
+
+/// Draws the attention map of `args` and describes its strongest squares.
+fn attention(args: &AttentionArgs) -> Result<String> {
+    let state = position(&args.position)?;
+    let query: Square = args
+        .square
+        .parse()
+        .map_err(|_| user_error(format!("--square {:?}: not a square like e4", args.square)))?;
+    let net = load_net(&args.net, Device::Cpu).map_err(user_error)?;
+    let (layers, heads) = (net.config.layers, net.config.heads);
+    if args.layer >= layers {
+        user_bail!(
+            "--layer {}: the net has layers 0 to {}",
+            args.layer,
+            layers - 1
+        );
+    }
+    if args.head >= heads {
+        user_bail!("--head {}: the net has heads 0 to {}", args.head, heads - 1);
+    }
+    let mut tokens = vec![0.0f32; TOKEN_FLOATS];
+    encode_tokens(&state, &mut tokens);
+    let inputs = Tensor::from_slice(&tokens).view([1, 64, PLANES as i64]);
+    let map =
+        tch::no_grad(|| net.model.attention_map(&inputs, args.layer)).expect("the layer exists");
+    // The net sees the board from the side to move: for black, token t is square t ^ 56.
+    let flip = if state.turn() == Color::Black { 56 } else { 0 };
+    let row = map
+        .get(0)
+        .get(args.head as i64)
+        .get((usize::from(query) ^ flip) as i64);
+    let by_token = Vec::<f32>::try_from(row.contiguous()).map_err(anyhow::Error::new)?;
+    let mut weights = [0.0f32; 64];
+    let mut pieces = [None; 64];
+    for sq in Square::ALL {
+        weights[usize::from(sq)] = by_token[usize::from(sq) ^ flip];
+        pieces[usize::from(sq)] = state.position().board().piece_at(sq).map(|p| p.char());
+    }
+    let title = format!(
+        "{}: layer {}, head {}, query {query}",
+        args.net.file_stem().unwrap_or_default().to_string_lossy(),
+        args.layer,
+        args.head
+    );
+    attention_board(&weights, &pieces, usize::from(query), &title, &args.out)?;
+    let mut order: Vec<usize> = (0..64).collect();
+    order.sort_by(|&a, &b| weights[b].total_cmp(&weights[a]));
+    let mut text = format!("{title}: wrote {}\n", args.out.display());
+    for &sq in &order[..5] {
+        let name = Square::new(sq as u32);
+        let _ = writeln!(text, "{name} {:.1}%", 100.0 * weights[sq]);
+    }
+    Ok(text)
 }
 
 /// Short name of each plane.

@@ -101,6 +101,30 @@ impl Attention {
         )
     }
 
+    /// The attention probabilities `[B, H, 64 (query), 64 (key)]` of tokens `x`: what each
+    /// query square reads from each key square, for inspection (the forward pass computes
+    /// them inside its fused forms).
+    pub fn probabilities(&self, x: &Tensor, ctx: &AttentionContext) -> Tensor {
+        let (q, k, _) = self.qkv(x);
+        let (b, h, n, dh) = q.size4().expect("q is [B, H, 64, d_head]");
+        let mut logits = q.matmul(&k.transpose(-2, -1));
+        if let PositionTerm::Shaw { rq, rk, .. } = &self.position {
+            let idx = ctx
+                .bucket_index
+                .view([1, 1, n, n])
+                .expand([b, h, n, n], false);
+            logits = logits
+                + q.matmul(&rq.transpose(-2, -1)).gather(3, &idx, false)
+                + rk.matmul(&k.transpose(-2, -1)).gather(2, &idx, false);
+        }
+        let mut logits = logits * (1.0 / (dh as f64).sqrt());
+        if let PositionTerm::Smolgen(s) = &self.position {
+            let generator = ctx.smolgen_w.expect("a smolgen net has smolgen_w");
+            logits += s.forward(x, generator);
+        }
+        logits.softmax(-1, tch::Kind::Float)
+    }
+
     /// Attention output `[B, 64, d]` (after the output projection) for tokens `x` `[B, 64, d]`.
     pub fn forward(&self, x: &Tensor, ctx: &AttentionContext) -> Tensor {
         let (b, n, d) = x.size3().expect("tokens are [B, 64, d]");

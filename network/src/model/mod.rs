@@ -135,19 +135,41 @@ impl Chessformer {
         })
     }
 
-    /// The tokens after the encoder, `[B, 64, d]`, for inputs `[B, 64, 112]`.
-    pub fn body(&self, inputs: &Tensor) -> Tensor {
-        let e = &self.embed;
-        let mut x = e.dense.forward(inputs).mish() * &e.gate_mul + &e.gate_add;
-        let ctx = AttentionContext {
+    /// The context every attention layer of a forward pass shares.
+    fn context(&self) -> AttentionContext<'_> {
+        AttentionContext {
             bucket_index: &self.bucket_index,
             smolgen_w: self.smolgen_w.as_ref(),
             shaw_form: self.shaw_form,
-        };
+        }
+    }
+
+    /// The embedded tokens `[B, 64, d]` of inputs `[B, 64, 112]`, before the encoder.
+    fn embed_tokens(&self, inputs: &Tensor) -> Tensor {
+        let e = &self.embed;
+        e.dense.forward(inputs).mish() * &e.gate_mul + &e.gate_add
+    }
+
+    /// The tokens after the encoder, `[B, 64, d]`, for inputs `[B, 64, 112]`.
+    pub fn body(&self, inputs: &Tensor) -> Tensor {
+        let ctx = self.context();
+        let mut x = self.embed_tokens(inputs);
         for layer in &self.layers {
             x = layer.forward(&x, &ctx);
         }
         x
+    }
+
+    /// The attention probabilities `[B, H, 64, 64]` of encoder layer `layer` (0-based) for
+    /// inputs `[B, 64, 112]`; `None` if the net has fewer layers.
+    pub fn attention_map(&self, inputs: &Tensor, layer: usize) -> Option<Tensor> {
+        let target = self.layers.get(layer)?;
+        let ctx = self.context();
+        let mut x = self.embed_tokens(inputs);
+        for l in &self.layers[..layer] {
+            x = l.forward(&x, &ctx);
+        }
+        Some(target.attn.probabilities(&x, &ctx))
     }
 
     /// Runs the whole network on inputs `[B, 64, 112]` (token-major planes).
