@@ -187,3 +187,51 @@ fn bad_input_is_a_one_line_error_with_exit_code_2() {
         "no position",
     );
 }
+
+#[test]
+fn a_net_against_itself_scores_exactly_half() {
+    // Without root noise the search is deterministic and a position evaluates the same in any
+    // batch, so both games of a pair are the same game with the colours swapped.
+    let tmp = tempfile::tempdir().unwrap();
+    let net_path = tmp.path().join("self.safetensors");
+    let net = Net::new(&network_config(&micro_config()), Device::Cpu).unwrap();
+    save_net(&net, &net_path).unwrap();
+    let pgn = tmp.path().join("self.pgn");
+    let net_s = net_path.to_str().unwrap();
+    let openings = repo_root().join("configs/openings/4mvs_+90_+99.epd");
+    let report = match_json(&[
+        "--a-net",
+        net_s,
+        "--b-net",
+        net_s,
+        "--a-sims",
+        "8",
+        "--b-sims",
+        "8",
+        "--openings",
+        openings.to_str().unwrap(),
+        "--games",
+        "6",
+        "--max-plies",
+        "40",
+        "--pgn",
+        pgn.to_str().unwrap(),
+    ]);
+    assert_eq!(report["games"], 6);
+    assert_eq!(report["score_fraction"], 0.5);
+    assert_eq!(count(&report, "wins"), count(&report, "losses"));
+    let games = python_pgn_games(&pgn);
+    assert_eq!(games.len(), 6);
+    // PGN order is the order the games ended; group them by their moves: three pairs.
+    let moves: Vec<&str> = games
+        .iter()
+        .map(|g| g.split('\t').nth(2).unwrap())
+        .collect();
+    for m in &moves {
+        assert_eq!(
+            moves.iter().filter(|x| *x == m).count() % 2,
+            0,
+            "{m} unpaired"
+        );
+    }
+}
