@@ -107,7 +107,8 @@ impl RunConfig {
     }
 }
 
-fn set_torch_threads(n: usize) {
+/// Sets libtorch's thread count; 0 means one thread per core.
+pub fn set_torch_threads(n: usize) {
     let n = if n == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {

@@ -102,19 +102,34 @@ fn with_a_fixed_form_a_position_evaluates_the_same_in_any_batch() {
     }
 }
 
-#[test]
-fn a_layer_of_the_model_uses_its_shaw_tables_like_the_reference() {
-    tch::manual_seed(3);
-    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
-    let attn = &net.model.layers[0].attn;
-    let PositionTerm::Shaw { rq, rk, rv } = &attn.position else {
+/// The Shaw tables of the first layer of `net`.
+fn shaw_tables(net: &Net) -> (&Tensor, &Tensor, &Tensor) {
+    let PositionTerm::Shaw { rq, rk, rv } = &net.model.layers[0].attn.position else {
         panic!("micro uses Shaw")
     };
+    (rq, rk, rv)
+}
+
+/// A micro net, seeded with `seed`, whose first layer's Shaw tables (zero at first) are random.
+fn micro_with_random_shaw(seed: i64) -> Net {
+    tch::manual_seed(seed);
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     tch::no_grad(|| {
+        let (rq, rk, rv) = shaw_tables(&net);
         for t in [rq, rk, rv] {
             t.shallow_clone()
                 .copy_(&(Tensor::randn(t.size(), (Kind::Float, Device::Cpu)) * 0.5));
         }
+    });
+    net
+}
+
+#[test]
+fn a_layer_of_the_model_uses_its_shaw_tables_like_the_reference() {
+    let net = micro_with_random_shaw(3);
+    let attn = &net.model.layers[0].attn;
+    let (rq, rk, rv) = shaw_tables(&net);
+    tch::no_grad(|| {
         let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
         let (q, k, v) = attn.qkv(&x);
         let fast = attend_shaw(
@@ -197,17 +212,10 @@ fn illegal_moves_never_get_probability() {
 
 #[test]
 fn attention_probabilities_reproduce_the_shaw_layer() {
-    tch::manual_seed(9);
-    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let net = micro_with_random_shaw(9);
     let attn = &net.model.layers[0].attn;
-    let PositionTerm::Shaw { rq, rk, rv } = &attn.position else {
-        panic!("micro uses Shaw")
-    };
+    let (rq, rk, rv) = shaw_tables(&net);
     tch::no_grad(|| {
-        for t in [rq, rk, rv] {
-            t.shallow_clone()
-                .copy_(&(Tensor::randn(t.size(), (Kind::Float, Device::Cpu)) * 0.5));
-        }
         let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
         let idx = bucket_index(Device::Cpu);
         let ctx = AttentionContext {

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
+use cfzero_network::checkpoint::write_file_atomically;
 use cfzero_network::parse_device;
-use cfzero_selfplay::arena::{ArenaError, MatchOptions, MatchScore, SearchPlayer, run_match};
+use cfzero_selfplay::arena::{MatchOptions, MatchScore, SearchPlayer, run_match};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::ratings::{PairResult, fit_ratings};
 use clap::Args;
@@ -17,7 +18,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::net_play::{play_search, serve_net};
+use super::net_play::{arena_error, play_search, serve_net};
 use crate::config::Config;
 use crate::error::user_error;
 use crate::plot::{EloPoint, elo_plot};
@@ -96,11 +97,10 @@ fn load_results(path: &Path) -> Result<Vec<PairRecord>> {
     })
 }
 
-/// Writes `text` to `path` atomically (a temporary file renamed over it).
+/// Writes `text` to `path` atomically (the checkpoints' writer).
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+    write_file_atomically(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Minutes from the publication of the first net to that of `path` (file times).
@@ -205,10 +205,7 @@ pub fn run(args: &LadderArgs) -> Result<()> {
                 true
             },
         )
-        .map_err(|e| match e {
-            ArenaError::Search(e) => anyhow::Error::new(e).context("a search failed"),
-            other => user_error(other),
-        })?;
+        .map_err(arena_error)?;
         let score = MatchScore::of(&games);
         let r = &mut results[index];
         r.wins += score.wins;

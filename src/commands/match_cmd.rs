@@ -12,7 +12,7 @@ use cfzero_mcts::SearchConfig;
 use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_network::{InferenceHandle, parse_device};
 use cfzero_selfplay::arena::{
-    ArenaError, ArenaGame, MatchOptions, MatchScore, Player, RandomPlayer, SearchPlayer, run_match,
+    ArenaGame, MatchOptions, MatchScore, Player, RandomPlayer, SearchPlayer, run_match,
     score_sample,
 };
 use cfzero_selfplay::elo::{Sprt, SprtDecision};
@@ -23,7 +23,7 @@ use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::net_play::{play_search, serve_net};
+use super::net_play::{arena_error, play_search, serve_net};
 use crate::error::user_error;
 use crate::run::progress::bar;
 use crate::user_bail;
@@ -524,10 +524,7 @@ pub fn run(args: &MatchArgs) -> Result<()> {
             }
         },
     )
-    .map_err(|e| match e {
-        ArenaError::Search(e) => anyhow::Error::new(e).context("a net's search failed"),
-        other => user_error(other),
-    })?;
+    .map_err(arena_error)?;
     progress.finish_and_clear();
     if let Some(e) = pgn_error {
         return Err(e.context(format!("writing {}", show(args.pgn.as_deref()))));

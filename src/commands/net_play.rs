@@ -7,6 +7,7 @@ use cfzero_mcts::SearchConfig;
 use cfzero_mcts::chess::ChessState;
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer};
+use cfzero_selfplay::arena::ArenaError;
 
 use crate::config::Config;
 use crate::error::user_error;
@@ -33,4 +34,13 @@ pub fn play_search(config: Option<&Path>) -> Result<SearchConfig> {
         gumbel_scale: 0.0,
         ..search
     })
+}
+
+/// An error of a match or a puzzle run: a failed search is the program's fault; a bad
+/// opening or a misbehaving engine is the user's (exit code 2).
+pub fn arena_error(e: ArenaError) -> anyhow::Error {
+    match e {
+        ArenaError::Search(e) => anyhow::Error::new(e).context("a net's search failed"),
+        other => user_error(other),
+    }
 }

@@ -4,13 +4,13 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use cfzero_network::parse_device;
-use cfzero_selfplay::arena::{ArenaError, SearchPlayer};
+use cfzero_selfplay::arena::SearchPlayer;
 use cfzero_selfplay::puzzles::{BANDS, PuzzleTally, read_puzzles, solve_puzzles};
 use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::net_play::{play_search, serve_net};
+use super::net_play::{arena_error, play_search, serve_net};
 use crate::error::user_error;
 use crate::run::progress::bar;
 use crate::user_bail;
@@ -72,10 +72,7 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
             progress.set_message(format!("{solved} solved"));
         },
     )
-    .map_err(|e| match e {
-        ArenaError::Search(e) => anyhow::Error::new(e).context("a search failed"),
-        other => user_error(other),
-    })?;
+    .map_err(arena_error)?;
     progress.finish_and_clear();
     let tally = PuzzleTally::of(&outcomes);
     if args.json {

@@ -22,6 +22,7 @@ use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, parse_d
 use clap::Args;
 use shakmaty::Color;
 
+use crate::config::set_torch_threads;
 use crate::error::user_error;
 use crate::user_bail;
 use clock::{MAX_SIMULATIONS, budget};
@@ -207,7 +208,7 @@ impl Engine {
             return true;
         }
         self.loaded = None;
-        set_threads(threads);
+        set_torch_threads(threads);
         match load_net(&path, self.device) {
             Ok(net) => {
                 // One position per forward pass: the search evaluates one leaf at a time.
@@ -286,15 +287,6 @@ fn start_position() -> ChessState {
     let mut s = ChessState::new();
     s.set_max_plies(u32::MAX);
     s
-}
-
-fn set_threads(n: usize) {
-    let n = if n == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        n
-    };
-    tch::set_num_threads(n as i32);
 }
 
 /// Runs the engine until `quit` or the end of stdin.
