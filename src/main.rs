@@ -35,9 +35,9 @@ enum Command {
     /// Solve Lichess puzzles with a net.
     Puzzles(commands::puzzles::PuzzlesArgs),
     /// Export a net to Lc0's format or the native one.
-    Export,
+    Export(commands::export::ExportArgs),
     /// Import an Lc0 attention-body net.
-    Import,
+    Import(commands::import::ImportArgs),
     /// Measure search, inference, self-play and training speed.
     Bench(commands::bench::BenchArgs),
     /// Describe a config or a net.
@@ -58,10 +58,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Uci(args) => uci::run(&args),
         Command::Ladder(args) => commands::ladder::run(&args),
         Command::Puzzles(args) => commands::puzzles::run(&args),
-        other => {
-            let name = format!("{other:?}").to_lowercase();
-            anyhow::bail!("`cfzero {name}` is not implemented yet")
-        }
+        Command::Export(args) => commands::export::run(&args),
+        Command::Import(args) => commands::import::run(&args),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod device;
 pub mod encoding;
 pub mod flops;
 pub mod inference;
+pub mod lc0;
 pub mod loss;
 pub mod mask;
 pub mod model;

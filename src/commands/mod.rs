@@ -3,6 +3,8 @@
 pub mod bench;
 pub mod bench_nn;
 pub mod debug;
+pub mod export;
+pub mod import;
 pub mod info;
 pub mod ladder;
 pub mod learn;
