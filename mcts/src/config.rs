@@ -63,6 +63,17 @@ pub struct SearchConfig {
     pub dirichlet_alpha: f32,
     /// PUCT: weight of the Dirichlet noise at the root (0 disables it).
     pub dirichlet_epsilon: f32,
+    /// Propagate proven values up the tree ([`crate::solver`]): proven nodes get exact
+    /// values, simulations stop at them, and selection and the final move follow proofs.
+    /// A node that has a mating move ([`crate::Game::immediate_win`]) is proven when first
+    /// reached, without an evaluation: this is what lets a search with an evaluator that
+    /// knows nothing find mates in two (every one of sunfish's 212 at 800 simulations,
+    /// against 70 of 212 at 2000 without), at about a third of the uniform evaluator's
+    /// nodes per second (a network's evaluations cost far more).
+    /// Off, only terminal nodes are proven (they are exact anyway) and their ancestors
+    /// keep running means, as in plain MCTS; for comparisons and for tests of the backup
+    /// arithmetic.
+    pub solver: bool,
 }
 
 impl Default for SearchConfig {
@@ -79,6 +90,7 @@ impl Default for SearchConfig {
             fpu_reduction: 0.3,
             dirichlet_alpha: 0.3,
             dirichlet_epsilon: 0.0,
+            solver: true,
         }
     }
 }

@@ -51,6 +51,15 @@ pub trait Game: Clone + Send + Sync + 'static {
     /// [`Game::legal_moves`]), and how it ended for the side to move.
     fn terminal(&self, legal: &[Self::Move]) -> Option<Terminal>;
 
+    /// The index in `legal` of a move that wins at once (checkmate), if the game can tell
+    /// without searching. The solver then proves the position a win in one ply without
+    /// evaluating it, so a reply that allows a mate is refuted by its first visit instead
+    /// of after a visit to each of its moves. The default knows no such move.
+    fn immediate_win(&self, legal: &[Self::Move]) -> Option<usize> {
+        let _ = legal;
+        None
+    }
+
     /// Key of the evaluation cache: two states with equal keys must get equal evaluations
     /// (for chess: position, castling, en passant, and the history the network sees).
     fn cache_key(&self) -> u64;

@@ -3,6 +3,12 @@
 //!
 //! Each action's score is `g(a) + logit(a) + sigma(completedQ(a))`. Survivors of a phase are
 //! visited round-robin, best first; at the end of a phase the best half (by score) survives.
+//!
+//! Proofs leave the schedule alone, so the root visits still sum to the budget: a proven
+//! move's completed Q is exact (+1 keeps it among the survivors, -1 drops it at the next
+//! halving), and a visit to it costs no evaluation (the simulation stops at the proven
+//! child). They decide the final move, though: the shortest proven win, and never a proven
+//! loss while another move is not one.
 
 use rand::Rng;
 use rand_distr::{Distribution, Gumbel};
@@ -10,6 +16,7 @@ use rand_distr::{Distribution, Gumbel};
 use crate::config::SearchConfig;
 use crate::qtransform::{improved_policy, sigma_completed_q};
 use crate::seq_halving::{next_survivors, phase_count, visits_per_action};
+use crate::solver::{self, MoveClass};
 use crate::tree::{ROOT, Tree};
 
 /// The root's schedule state; all buffers are reused across searches.
@@ -100,16 +107,28 @@ impl GumbelRoot {
         tree.nodes[ROOT as usize].first_edge as usize + chosen as usize
     }
 
-    /// The move to play: among the most visited root actions, the best by score.
+    /// The move to play: the move that proofs dictate (with the solver on, see
+    /// [`solver::decided_move`]), else among the most visited root actions that are not
+    /// proven losses, the best by score.
     pub fn best_action<M: Copy>(&mut self, tree: &Tree<M>, config: &SearchConfig) -> usize {
+        if let Some(e) = solver::decided_move(tree, ROOT, config.solver) {
+            return e;
+        }
         self.compute_scores(tree, config);
         let first = tree.nodes[ROOT as usize].first_edge as usize;
+        // Some move is not a proven loss (else `decided_move` would have chosen).
+        let playable =
+            |i: usize| solver::edge_class(tree, first + i, config.solver).0 != MoveClass::Losing;
         let visits = |i: usize| tree.edge_visits(first + i);
-        let most = (0..self.scores.len()).map(visits).max().unwrap_or(0);
+        let most = (0..self.scores.len())
+            .filter(|&i| playable(i))
+            .map(visits)
+            .max()
+            .unwrap_or(0);
         let mut best = 0;
         let mut best_score = f32::NEG_INFINITY;
         for (i, &score) in self.scores.iter().enumerate() {
-            if visits(i) == most && score > best_score {
+            if visits(i) == most && playable(i) && score > best_score {
                 best = i;
                 best_score = score;
             }

@@ -1,6 +1,7 @@
 //! Game-agnostic search for cfzero: the [`Game`] and [`Evaluator`] traits, Gumbel root
-//! search with sequential halving, PUCT, the node arena, and a driver that runs many
-//! searches at once and batches their leaves. The chess game state lives in [`chess`].
+//! search with sequential halving, PUCT, the node arena, proven values ([`solver`]), and
+//! a driver that runs many searches at once and batches their leaves. The chess game
+//! state lives in [`chess`].
 
 pub mod bench;
 pub mod cache;
@@ -16,6 +17,7 @@ pub mod qtransform;
 pub mod search;
 pub mod select;
 pub mod seq_halving;
+pub mod solver;
 pub mod tictactoe;
 pub mod tree;
 
@@ -26,3 +28,4 @@ pub use config::{QNormalization, SearchConfig, SearchMode};
 pub use driver::{Driver, DriverStats};
 pub use evaluators::{MaterialEvaluator, UniformEvaluator};
 pub use search::{Search, SearchError, SearchResult, Step};
+pub use solver::Proof;

@@ -4,45 +4,69 @@
 //! Unvisited actions get the first-play-urgency value: the parent's mean value minus
 //! `fpu_reduction * sqrt(sum of the priors of visited children)`, so that a node explores
 //! less eagerly once its likely moves have been tried.
+//!
+//! With the solver on, proofs come first ([`solver::select_by_class`]): a proven win is
+//! taken (the shortest), proven draws are entered below the root only when no unproven
+//! move is left, and a proven loss is entered, or played, only if every move is one.
 
 use crate::config::SearchConfig;
-use crate::tree::{NodeId, Tree};
+use crate::solver::{self, MoveClass};
+use crate::tree::{Edge, NodeId, Tree};
 
 /// Returns the index (into [`Tree::edges`]) of the edge to follow from the expanded `node`.
 pub fn select_child<M: Copy>(tree: &Tree<M>, node: NodeId, config: &SearchConfig) -> usize {
     let n = &tree.nodes[node as usize];
     let range = n.edge_range();
+    let edges = &tree.edges[range.clone()];
     let mut total = 0u32;
     let mut visited_prior = 0.0f32;
-    for e in range.clone() {
-        let visits = tree.edge_visits(e);
-        total += visits;
-        if visits > 0 {
-            visited_prior += tree.edges[e].prior;
+    let mut any_proven = false;
+    for edge in edges {
+        if let Some(child) = tree.child_of(edge) {
+            total += child.visits;
+            if child.visits > 0 {
+                visited_prior += edge.prior;
+            }
+            any_proven |= child.proof.is_some();
         }
     }
     let fpu = n.mean() - config.fpu_reduction * visited_prior.sqrt();
     // With no visits yet the exploration term would vanish; max(1) lets the priors decide.
     let explore = config.cpuct * (total.max(1) as f32).sqrt();
-    let mut best = range.start;
-    let mut best_score = f32::NEG_INFINITY;
-    for e in range {
-        let visits = tree.edge_visits(e);
-        let q = tree.edge_q(e).unwrap_or(fpu);
-        let score = q + explore * tree.edges[e].prior / (1.0 + visits as f32);
-        if score > best_score {
-            best_score = score;
-            best = e;
+    let score = |edge: &Edge<M>| match tree.child_of(edge) {
+        Some(c) if c.visits > 0 => -c.mean() + explore * edge.prior / (1.0 + c.visits as f32),
+        _ => fpu + explore * edge.prior,
+    };
+    // This loop is the search's hottest: proofs cost it nothing where there are none.
+    let best = if any_proven && config.solver {
+        solver::select_by_class(tree, node, edges, |_, edge| score(edge))
+    } else {
+        let mut best = 0;
+        let mut best_score = f32::NEG_INFINITY;
+        for (i, edge) in edges.iter().enumerate() {
+            let s = score(edge);
+            // Strictly greater: ties go to the first move, so selection is reproducible.
+            if s > best_score {
+                best_score = s;
+                best = i;
+            }
         }
-    }
-    best
+        best
+    };
+    range.start + best
 }
 
-/// The move PUCT plays: the most visited edge of `node`, ties broken by Q, then by prior.
-pub fn best_edge<M: Copy>(tree: &Tree<M>, node: NodeId) -> usize {
+/// The move PUCT plays: the move that proofs dictate (with the solver on, see
+/// [`solver::decided_move`]), else the most visited edge of `node` that is not a proven
+/// loss, ties broken by Q, then by prior.
+pub fn best_edge<M: Copy>(tree: &Tree<M>, node: NodeId, config: &SearchConfig) -> usize {
+    if let Some(e) = solver::decided_move(tree, node, config.solver) {
+        return e;
+    }
     let range = tree.nodes[node as usize].edge_range();
     let key = |e: usize| {
         (
+            solver::edge_class(tree, e, config.solver).0 != MoveClass::Losing,
             tree.edge_visits(e),
             tree.edge_q(e).unwrap_or(f32::NEG_INFINITY),
             tree.edges[e].prior,
@@ -50,9 +74,7 @@ pub fn best_edge<M: Copy>(tree: &Tree<M>, node: NodeId) -> usize {
     };
     let mut best = range.start;
     for e in range {
-        let (n, q, p) = key(e);
-        let (bn, bq, bp) = key(best);
-        if (n, q, p) > (bn, bq, bp) {
+        if key(e) > key(best) {
             best = e;
         }
     }

@@ -3,6 +3,11 @@
 //! [`Search::apply_evaluation`] expands it and backs its value up. The driver interleaves
 //! many such searches; [`Search::run`] is the single-tree loop.
 //!
+//! With the solver on ([`SearchConfig::solver`]), a simulation that creates a terminal node
+//! propagates its proof up the path ([`solver::propagate`]), and a simulation that reaches
+//! a proven node stops there and backs up its exact value, as at a terminal: the subtree
+//! below cannot change that value, so it needs no more visits.
+//!
 //! The tree stores no game states: every simulation replays its moves on a scratch copy
 //! of the root, reusing that copy's memory.
 
@@ -14,6 +19,7 @@ use crate::evaluator::{EvalError, Evaluations, Evaluator, LeafBatch};
 use crate::game::{Game, Terminal};
 use crate::gumbel::{GumbelRoot, root_policy};
 use crate::qtransform::v_mix;
+use crate::solver::{self, Proof};
 use crate::tree::{NO_NODE, NodeId, NodeKind, ROOT, Tree};
 use crate::{puct, select};
 
@@ -75,10 +81,14 @@ pub struct SearchResult<M> {
     pub visits: Vec<u32>,
     /// The improved policy pi' (Gumbel) or the visit distribution (PUCT); sums to 1.
     pub policy: Vec<f32>,
-    /// The search's value of the root for its side to move.
+    /// The search's value of the root for its side to move (the exact value once proven).
     pub value: f32,
-    /// The search's win/draw/loss probabilities of the root for its side to move.
+    /// The search's win/draw/loss probabilities of the root for its side to move (one-hot
+    /// once proven).
     pub wdl: [f32; 3],
+    /// The root's proven outcome and its distance in plies (for UCI's `score mate N`, see
+    /// [`Proof::mate_moves`]); `None` while unproven.
+    pub proven: Option<Proof>,
     /// The evaluator's value of the root.
     pub network_value: f32,
     /// The evaluator's WDL of the root.
@@ -267,27 +277,49 @@ impl<G: Game> Search<G> {
                 return match leaf.terminal(&self.leaf_moves) {
                     Some(outcome) => {
                         self.tree.set_terminal(child, outcome);
-                        self.back_up_terminal(outcome);
+                        self.back_up_proven(Proof::terminal(outcome));
+                        // Only a new terminal creates a proof, so only here can
+                        // proofs change.
+                        if self.config.solver {
+                            solver::propagate(&mut self.tree, &self.path);
+                        }
+                        false
+                    }
+                    None if self.config.solver
+                        && leaf.immediate_win(&self.leaf_moves).is_some() =>
+                    {
+                        // Proven a win in one ply without an evaluation; the node stays
+                        // unexpanded, as a proven node below the root is never entered.
+                        let proof = Proof {
+                            outcome: Terminal::Win,
+                            plies: 1,
+                        };
+                        self.tree.nodes[child as usize].proof = Some(proof);
+                        self.back_up_proven(proof);
+                        solver::propagate(&mut self.tree, &self.path);
                         false
                     }
                     None => true,
                 };
             }
             self.path.push(child);
-            match self.tree.nodes[child as usize].kind {
-                NodeKind::Terminal(outcome) => {
-                    self.back_up_terminal(outcome);
-                    return false;
-                }
+            let next = &self.tree.nodes[child as usize];
+            // Terminal nodes are proven; other nodes only with the solver on.
+            if let Some(proof) = next.proof {
+                self.back_up_proven(proof);
+                return false;
+            }
+            match next.kind {
                 NodeKind::Expanded => node = child,
+                NodeKind::Terminal(_) => unreachable!("terminal nodes are proven"),
                 NodeKind::Unexpanded => unreachable!("a tree has at most one pending leaf"),
             }
         }
     }
 
-    fn back_up_terminal(&mut self, outcome: Terminal) {
-        let draw = if outcome == Terminal::Draw { 1.0 } else { 0.0 };
-        self.tree.backup(&self.path, outcome.value(), draw);
+    /// Backs up the exact value of the proven node at the end of the path.
+    fn back_up_proven(&mut self, proof: Proof) {
+        self.tree.backup(&self.path, proof.value(), proof.draw());
         self.simulations += 1;
     }
 
@@ -303,6 +335,9 @@ impl<G: Game> Search<G> {
 
     /// Expands the pending leaf with its evaluation (logits over [`Search::leaf_moves`],
     /// value and WDL for the leaf's side to move) and backs the value up.
+    ///
+    /// No proof propagation is needed here: the new node has no children yet, so it is
+    /// unproven and changes no ancestor's status.
     pub fn apply_evaluation(&mut self, logits: &[f32], value: f32, wdl: [f32; 3]) {
         assert!(
             self.pending,
@@ -317,6 +352,7 @@ impl<G: Game> Search<G> {
         self.tree.expand(leaf, &self.leaf_moves, logits, value);
         if leaf == ROOT {
             self.network_wdl = wdl;
+            self.prove_root_immediate_win();
             match self.config.mode {
                 SearchMode::Gumbel => self.gumbel.begin(&self.tree, self.budget, &self.config),
                 SearchMode::Puct => self.mix_root_noise(),
@@ -326,6 +362,23 @@ impl<G: Game> Search<G> {
         }
         self.tree.backup(&self.path, value, wdl[1]);
         self.pending = false;
+    }
+
+    /// With the solver on, a root that can mate at once is proven at once: the mating
+    /// child is created as the terminal it is. Below the root the same check happens
+    /// before evaluation (see `descend`); here the root's evaluation is needed anyway for
+    /// its policy.
+    fn prove_root_immediate_win(&mut self) {
+        if !self.config.solver {
+            return;
+        }
+        let root = self.root.as_ref().expect("started");
+        if let Some(i) = root.immediate_win(&self.root_moves) {
+            let edge = self.tree.nodes[ROOT as usize].first_edge as usize + i;
+            let child = self.tree.add_child(edge);
+            self.tree.set_terminal(child, Terminal::Loss);
+            solver::propagate(&mut self.tree, &[ROOT, child]);
+        }
     }
 
     fn mix_root_noise(&mut self) {
@@ -354,11 +407,15 @@ impl<G: Game> Search<G> {
             }
             SearchMode::Puct => {
                 self.visit_policy();
-                puct::best_edge(&self.tree, ROOT)
+                puct::best_edge(&self.tree, ROOT, &self.config)
             }
         };
-        let q = root.mean();
-        let d = root.draw();
+        // A proven root reports its exact value: later simulations through the root may
+        // still back up inexact values from moves that the proof does not follow.
+        let (q, d) = match root.proof {
+            Some(proof) => (proof.value(), proof.draw()),
+            None => (root.mean(), root.draw()),
+        };
         let wdl = [
             ((1.0 + q - d) / 2.0).clamp(0.0, 1.0),
             d,
@@ -374,6 +431,7 @@ impl<G: Game> Search<G> {
             policy: self.policy.clone(),
             value: q,
             wdl,
+            proven: root.proof,
             network_value: root.raw_value,
             network_wdl: self.network_wdl,
             best_q: self

@@ -2,11 +2,15 @@
 //! `argmax_a [pi'(a) - N(a) / (1 + sum_b N(b))]`, with `pi' = softmax(logits + sigma(completedQ))`.
 //!
 //! It drives the visit distribution towards pi' without noise: the action whose share of
-//! visits lags furthest behind its improved policy is visited next.
+//! visits lags furthest behind its improved policy is visited next. With the solver on,
+//! proofs come first ([`solver::select_by_class`]): a proven win would be taken (the node
+//! is then proven itself, so the search never asks), proven draws are entered only when no
+//! unproven move is left, and proven losses only if every move is one.
 
 use crate::config::SearchConfig;
 use crate::qtransform::{improved_policy, sigma_completed_q};
-use crate::tree::{NodeId, Tree};
+use crate::solver;
+use crate::tree::{Edge, NodeId, Tree};
 
 /// Returns the index (into [`Tree::edges`]) of the edge to follow from the expanded `node`.
 /// `sigma` and `policy` are scratch buffers.
@@ -24,17 +28,34 @@ pub fn select_child<M: Copy>(
         sigma,
         policy,
     );
-    let total: u32 = range.clone().map(|e| tree.edge_visits(e)).sum();
-    let denominator = 1.0 + total as f32;
-    let mut best = range.start;
-    let mut best_score = f32::NEG_INFINITY;
-    for (i, e) in range.enumerate() {
-        let score = policy[i] - tree.edge_visits(e) as f32 / denominator;
-        // Strictly greater: ties go to the first move, so selection is reproducible.
-        if score > best_score {
-            best_score = score;
-            best = e;
+    let edges = &tree.edges[range.clone()];
+    let mut total = 0u32;
+    let mut any_proven = false;
+    for edge in edges {
+        if let Some(child) = tree.child_of(edge) {
+            total += child.visits;
+            any_proven |= child.proof.is_some();
         }
     }
-    best
+    let denominator = 1.0 + total as f32;
+    let visits = |edge: &Edge<M>| tree.child_of(edge).map_or(0, |c| c.visits);
+    // Proofs cost the hot loop nothing where there are none.
+    let best = if any_proven && config.solver {
+        solver::select_by_class(tree, node, edges, |i, edge| {
+            policy[i] - visits(edge) as f32 / denominator
+        })
+    } else {
+        let mut best = 0;
+        let mut best_score = f32::NEG_INFINITY;
+        for (i, edge) in edges.iter().enumerate() {
+            let score = policy[i] - visits(edge) as f32 / denominator;
+            // Strictly greater: ties go to the first move, so selection is reproducible.
+            if score > best_score {
+                best_score = score;
+                best = i;
+            }
+        }
+        best
+    };
+    range.start + best
 }

@@ -4,9 +4,11 @@
 //! memory: a node's edges are a contiguous range of [`Tree::edges`], pushed when the node
 //! is expanded, and a child node is created only when its edge is first traversed.
 //! Values are stored from the side to move at the node; the parent's Q of an edge is
-//! the negated mean of the child.
+//! the negated mean of the child. A node may carry a [`Proof`] of its exact value
+//! (terminal nodes always do; [`crate::solver`] derives the others).
 
 use crate::game::Terminal;
+use crate::solver::Proof;
 
 /// Index of a node in the arena.
 pub type NodeId = u32;
@@ -45,6 +47,12 @@ pub struct Node {
     pub raw_value: f32,
     /// Unexpanded, expanded or terminal.
     pub kind: NodeKind,
+    /// The exact value, once proven (for the side to move at this node). It fits in the
+    /// padding after `kind`, so a node stays 40 bytes.
+    pub proof: Option<Proof>,
+    /// Some move here is a proven draw, so the side to move can do no worse than 0: values
+    /// backed up through this node are raised to at least a sure draw (see [`Tree::backup`]).
+    pub draw_secured: bool,
 }
 
 impl Node {
@@ -57,10 +65,13 @@ impl Node {
             draw_sum: 0.0,
             raw_value: 0.0,
             kind: NodeKind::Unexpanded,
+            proof: None,
+            draw_secured: false,
         }
     }
 
-    /// Mean value from this node's side to move (0 if never visited).
+    /// Mean value from this node's side to move (0 if never visited); the exact value once
+    /// the node is proven, unless it is the root (see [`crate::solver::propagate`]).
     pub fn mean(&self) -> f32 {
         if self.visits == 0 {
             0.0
@@ -97,7 +108,7 @@ pub struct Edge<M> {
     pub child: NodeId,
 }
 
-/// The arena. [`Tree::clear`] keeps the capacity so that a reused tree stops allocating.
+/// The arena. [`Tree::reset`] keeps the capacity so that a reused tree stops allocating.
 #[derive(Debug, Clone, Default)]
 pub struct Tree<M> {
     /// All nodes; [`ROOT`] first.
@@ -156,30 +167,49 @@ impl<M: Copy> Tree<M> {
         n.kind = NodeKind::Expanded;
     }
 
-    /// Marks `node` terminal with its exact outcome.
+    /// Marks `node` terminal with its exact outcome, proven in 0 plies.
     pub fn set_terminal(&mut self, node: NodeId, outcome: Terminal) {
         let n = &mut self.nodes[node as usize];
         n.kind = NodeKind::Terminal(outcome);
         n.raw_value = outcome.value();
+        n.proof = Some(Proof::terminal(outcome));
     }
 
     /// Backs up `value` and `draw` (both for the side to move at the last node of `path`)
     /// through `path`, negating the value at each ply up (negamax).
+    ///
+    /// A node whose side to move has a proven draw in hand ([`Node::draw_secured`]) takes a
+    /// worse value as a sure draw (value 0, draw 1), and passes that on: the mover would
+    /// take the draw rather than the line this simulation explored.
     pub fn backup(&mut self, path: &[NodeId], value: f32, draw: f32) {
         let mut v = f64::from(value);
+        let mut d = f64::from(draw);
         for &id in path.iter().rev() {
             let n = &mut self.nodes[id as usize];
+            if n.draw_secured && v < 0.0 {
+                v = 0.0;
+                d = 1.0;
+            }
             n.visits += 1;
             n.value_sum += v;
-            n.draw_sum += f64::from(draw);
+            n.draw_sum += d;
             v = -v;
         }
     }
 
     /// The node behind an edge, if it was traversed.
     pub fn child(&self, edge: usize) -> Option<&Node> {
-        let child = self.edges[edge].child;
-        (child != NO_NODE).then(|| &self.nodes[child as usize])
+        self.child_of(&self.edges[edge])
+    }
+
+    /// The node behind `edge` (one of [`Tree::edges`]), if it was traversed.
+    pub fn child_of(&self, edge: &Edge<M>) -> Option<&Node> {
+        (edge.child != NO_NODE).then(|| &self.nodes[edge.child as usize])
+    }
+
+    /// The proof of the child behind `edge` (`None` if it is unproven or not created).
+    pub fn edge_proof(&self, edge: usize) -> Option<Proof> {
+        self.child(edge).and_then(|c| c.proof)
     }
 
     /// Visits of the child behind `edge` (0 if none).
@@ -187,8 +217,15 @@ impl<M: Copy> Tree<M> {
         self.child(edge).map_or(0, |c| c.visits)
     }
 
-    /// Q of `edge` for the side to move at its parent, if visited.
+    /// Q of `edge` for the side to move at its parent, if visited: the negated mean of the
+    /// child, which is exact once the child is proven.
     pub fn edge_q(&self, edge: usize) -> Option<f32> {
         self.child(edge).filter(|c| c.visits > 0).map(|c| -c.mean())
+    }
+
+    /// Bytes the arena has allocated: node and edge capacity times their sizes.
+    pub fn arena_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.edges.capacity() * std::mem::size_of::<Edge<M>>()
     }
 }

@@ -3,13 +3,19 @@
 mod common;
 
 use cfzero_mcts::tictactoe::TicTacToe;
-use cfzero_mcts::{Search, SearchConfig, UniformEvaluator};
+use cfzero_mcts::{Proof, Search, SearchConfig, Terminal, UniformEvaluator};
 use common::Chain;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 fn close(a: f32, b: f32) -> bool {
     (a - b).abs() < 1e-5
+}
+
+/// Both searches with the solver off, so that every simulation runs down to the terminal
+/// and the running means can be computed by hand.
+fn without_solver() -> [SearchConfig; 2] {
+    [SearchConfig::default(), SearchConfig::puct()].map(|c| SearchConfig { solver: false, ..c })
 }
 
 /// A chain of `length` plies ends in a loss for the side to move there. With the uniform
@@ -20,7 +26,7 @@ fn close(a: f32, b: f32) -> bool {
 #[test]
 fn terminal_win_is_a_loss_for_the_side_to_move_at_every_depth() {
     let n = 20u32;
-    for config in [SearchConfig::default(), SearchConfig::puct()] {
+    for config in without_solver() {
         for length in 1..=12u8 {
             let root = Chain { ply: 0, length };
             let mut search = Search::new(config.clone());
@@ -69,6 +75,69 @@ fn terminal_win_is_a_loss_for_the_side_to_move_at_every_depth() {
                     n.value_sum
                 );
                 if depth < u32::from(length) {
+                    node = tree.edges[n.first_edge as usize].child as usize;
+                }
+            }
+        }
+    }
+}
+
+/// The same chains with the solver: the terminal proves every node up to the root at
+/// once, each for its own side to move, `length - depth` plies from the end; Q and the
+/// root's value are then exact, and later simulations stop at the root's proven child.
+#[test]
+fn proofs_have_the_sign_of_the_side_to_move_at_every_depth() {
+    let n = 20u32;
+    for config in [SearchConfig::default(), SearchConfig::puct()] {
+        for length in 1..=12u8 {
+            let root = Chain { ply: 0, length };
+            let mut search = Search::new(config.clone());
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let result = search.run(&root, n, &UniformEvaluator, &mut rng).unwrap();
+            let s = if length % 2 == 1 { 1.0 } else { -1.0 };
+            let outcome = |sign: f32| {
+                if sign > 0.0 {
+                    Terminal::Win
+                } else {
+                    Terminal::Loss
+                }
+            };
+            assert_eq!(
+                result.proven,
+                Some(Proof {
+                    outcome: outcome(s),
+                    plies: u16::from(length)
+                })
+            );
+            assert_eq!(result.visits, vec![n]);
+            assert_eq!((result.best_q, result.value), (s, s), "length {length}");
+            let wdl = if s > 0.0 {
+                [1.0, 0.0, 0.0]
+            } else {
+                [0.0, 0.0, 1.0]
+            };
+            assert_eq!(result.wdl, wdl);
+
+            let tree = search.tree();
+            let mut node = 0usize;
+            for depth in 0..=u16::from(length) {
+                let sign = if (u16::from(length) - depth) % 2 == 0 {
+                    -1.0
+                } else {
+                    1.0
+                };
+                let n = &tree.nodes[node];
+                let plies = u16::from(length) - depth;
+                assert_eq!(
+                    n.proof,
+                    Some(Proof {
+                        outcome: outcome(sign),
+                        plies
+                    }),
+                    "length {length}, depth {depth}"
+                );
+                assert_eq!(n.mean(), sign);
+                if depth < u16::from(length) {
                     node = tree.edges[n.first_edge as usize].child as usize;
                 }
             }

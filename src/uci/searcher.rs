@@ -7,8 +7,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cfzero_mcts::chess::ChessState;
-use cfzero_mcts::tree::{NO_NODE, NodeKind, ROOT, Tree};
-use cfzero_mcts::{Evaluations, Evaluator, LeafBatch, Search, SearchConfig, Step, Terminal};
+use cfzero_mcts::tree::{NO_NODE, ROOT, Tree};
+use cfzero_mcts::{Evaluations, Evaluator, LeafBatch, Search, SearchConfig, Step};
 use cfzero_network::InferenceHandle;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -162,9 +162,13 @@ fn info_line(search: &mut Search<ChessState>, started: Instant) -> String {
         .expect("the best move is a root move");
     let best_edge = tree.nodes[ROOT as usize].edge_range().start + best;
     let pv = principal_variation(tree, best_edge);
-    let score = match tree.child(best_edge).map(|n| n.kind) {
-        Some(NodeKind::Terminal(Terminal::Loss)) => "mate 1".to_string(),
-        _ => format!("cp {}", centipawns(result.value)),
+    // A proven root has an exact score: mate in N moves (negative when mated), or a draw.
+    let score = match result.proven {
+        Some(proof) => match proof.mate_moves() {
+            Some(moves) => format!("mate {moves}"),
+            None => "cp 0".to_string(),
+        },
+        None => format!("cp {}", centipawns(result.value)),
     };
     let permille = |p: f32| (p * 1000.0).round() as i64;
     let [w, d, l] = result.wdl;

@@ -23,6 +23,17 @@ impl Game for ChessState {
             .map(|r| r.result())
     }
 
+    /// The first checkmating move. Each move is played on a copy of the board (no heap
+    /// memory); only moves that give check pay for the opponent's move generation.
+    fn immediate_win(&self, legal: &[Move]) -> Option<usize> {
+        let position = self.position();
+        legal.iter().position(|&mv| {
+            let mut after = position.clone();
+            after.play_unchecked(mv);
+            after.is_checkmate()
+        })
+    }
+
     fn cache_key(&self) -> u64 {
         self.input_key()
     }
