@@ -10,9 +10,10 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
-use cfzero_mcts::chess::ChessState;
+use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_network::{Net, save_net};
 use common::*;
+use shakmaty::Position;
 use tch::Device;
 
 /// A random micro net in `dir`.
@@ -240,4 +241,43 @@ fn a_missing_net_is_a_one_line_error_with_exit_code_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("/nonexistent/net.safetensors"), "{err}");
+}
+
+#[test]
+fn proven_mates_are_announced_as_score_mate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let net = micro_net(tmp.path());
+    let mut engine = Engine::start(&net);
+    engine.send(b"uci");
+    engine.until("uciok");
+    // A position of sunfish's mate-in-one suite (tests/data/suites); any mating move will do.
+    let fen = "8/pp6/2p2p2/6p1/1P6/2Q1P3/k1K2PPP/5B1R w - - 0 38";
+    let state = ChessState::from_fen(fen, HistoryFill::No).unwrap();
+    engine.send(format!("position fen {fen}").as_bytes());
+    engine.send(b"go nodes 32");
+    let lines = engine.best_move(&state);
+    let info = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("info depth"))
+        .unwrap();
+    assert!(info.contains("score mate 1 "), "{info}");
+    let mv = lines.last().unwrap().split_whitespace().nth(1).unwrap();
+    let mut after = state.clone();
+    after.play_uci(mv).unwrap();
+    assert!(after.position().is_checkmate(), "{mv} does not mate");
+
+    // Black's only move, Kg8, is met by Ra8#: mated in one, score mate -1.
+    let fen = "7k/8/6K1/8/8/8/8/R7 b - - 0 1";
+    let state = ChessState::from_fen(fen, HistoryFill::No).unwrap();
+    engine.send(format!("position fen {fen}").as_bytes());
+    engine.send(b"go nodes 32");
+    let lines = engine.best_move(&state);
+    let info = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("info depth"))
+        .unwrap();
+    assert!(info.contains("score mate -1 "), "{info}");
+    engine.send(b"quit");
 }
