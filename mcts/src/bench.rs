@@ -14,6 +14,11 @@ use crate::driver::Driver;
 use crate::evaluator::Evaluator;
 use crate::evaluators::{MaterialEvaluator, UniformEvaluator};
 use crate::search::{Search, SearchError};
+use crate::tree::{Edge, Node};
+
+/// The reference speed of the search: Lc0's search with its random backend on one thread of
+/// a machine like ours (issue 8), in nodes per second. Every [`Rate`] is compared with it.
+pub const REFERENCE_NODES_PER_SECOND: f64 = 75_000.0;
 
 /// Which built-in evaluator the benchmark uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -53,17 +58,38 @@ pub struct Rate {
     pub seconds: f64,
     /// `nodes / seconds`.
     pub nodes_per_second: f64,
+    /// `nodes_per_second /` [`REFERENCE_NODES_PER_SECOND`].
+    pub ratio_to_reference: f64,
 }
 
 impl Rate {
     fn new(searches: u64, nodes: u64, seconds: f64) -> Rate {
+        let nodes_per_second = nodes as f64 / seconds.max(1e-9);
         Rate {
             searches,
             nodes,
             seconds,
-            nodes_per_second: nodes as f64 / seconds.max(1e-9),
+            nodes_per_second,
+            ratio_to_reference: nodes_per_second / REFERENCE_NODES_PER_SECOND,
         }
     }
+}
+
+/// Memory of the tree after a search: the arena's allocation over its nodes.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TreeMemory {
+    /// Fresh Gumbel trees measured, one per position.
+    pub trees: u64,
+    /// Nodes in those trees.
+    pub nodes: u64,
+    /// Bytes their arenas allocated (node and edge capacity).
+    pub arena_bytes: u64,
+    /// `arena_bytes / nodes`.
+    pub bytes_per_node: f64,
+    /// Size of one node.
+    pub node_size: usize,
+    /// Size of one edge.
+    pub edge_size: usize,
 }
 
 /// The benchmark's results.
@@ -71,6 +97,8 @@ impl Rate {
 pub struct BenchReport {
     /// The evaluator used.
     pub evaluator: BenchEvaluator,
+    /// [`REFERENCE_NODES_PER_SECOND`], which each rate's `ratio_to_reference` divides by.
+    pub reference_nodes_per_second: f64,
     /// Simulations per search.
     pub nodes_per_search: u32,
     /// Number of root positions.
@@ -87,6 +115,8 @@ pub struct BenchReport {
     pub driver_cache_hits: u64,
     /// Batches the driver sent to the evaluator.
     pub driver_batches: u64,
+    /// Bytes per tree node after a search of `nodes_per_search`.
+    pub memory: TreeMemory,
 }
 
 /// Why the benchmark could not run.
@@ -171,6 +201,7 @@ fn run_with<E: Evaluator<ChessState>>(
 ) -> Result<BenchReport, BenchError> {
     let single_gumbel = single(options, evaluator, SearchConfig::default())?;
     let single_puct = single(options, evaluator, SearchConfig::puct())?;
+    let memory = tree_memory(options, evaluator)?;
     let games = options.games.max(1);
     let roots: Vec<ChessState> = options
         .positions
@@ -189,6 +220,7 @@ fn run_with<E: Evaluator<ChessState>>(
     let stats = driver.stats();
     Ok(BenchReport {
         evaluator: options.evaluator,
+        reference_nodes_per_second: REFERENCE_NODES_PER_SECOND,
         nodes_per_search: options.nodes,
         positions: options.positions.len(),
         single_gumbel,
@@ -197,6 +229,31 @@ fn run_with<E: Evaluator<ChessState>>(
         games,
         driver_cache_hits: stats.cache_hits,
         driver_batches: stats.batches,
+        memory,
+    })
+}
+
+/// Searches every position once with a fresh Gumbel tree (untimed) and sums what the arenas
+/// allocated, so that the capacity a reused tree keeps from earlier searches does not count.
+fn tree_memory<E: Evaluator<ChessState>>(
+    options: &BenchOptions,
+    evaluator: &E,
+) -> Result<TreeMemory, BenchError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+    let (mut nodes, mut bytes) = (0u64, 0u64);
+    for root in &options.positions {
+        let mut search = Search::new(SearchConfig::default());
+        let result = search.run(root, options.nodes, evaluator, &mut rng)?;
+        nodes += result.nodes as u64;
+        bytes += search.tree().arena_bytes() as u64;
+    }
+    Ok(TreeMemory {
+        trees: options.positions.len() as u64,
+        nodes,
+        arena_bytes: bytes,
+        bytes_per_node: bytes as f64 / nodes.max(1) as f64,
+        node_size: std::mem::size_of::<Node>(),
+        edge_size: std::mem::size_of::<Edge<<ChessState as crate::game::Game>::Move>>(),
     })
 }
 

@@ -1,6 +1,6 @@
 //! An actor: one thread that plays many self-play games at once through the search driver.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_mcts::search::{SearchError, SearchResult};
@@ -64,6 +64,40 @@ struct Slot {
     would_resign: Option<Color>,
 }
 
+/// Moves played by the actors that share it, with an optional limit: once the count reaches
+/// the limit, every actor stops as if `stop` were set (searches already under way still end
+/// and count, so the count may pass the limit by up to the number of games in flight).
+#[derive(Debug)]
+pub struct MoveCount {
+    played: AtomicU64,
+    limit: u64,
+}
+
+impl MoveCount {
+    /// A counter without a limit.
+    pub fn unlimited() -> MoveCount {
+        MoveCount::with_limit(u64::MAX)
+    }
+
+    /// A counter that stops the actors after `limit` moves.
+    pub fn with_limit(limit: u64) -> MoveCount {
+        MoveCount {
+            played: AtomicU64::new(0),
+            limit,
+        }
+    }
+
+    /// Moves played so far.
+    pub fn played(&self) -> u64 {
+        self.played.load(Ordering::Relaxed)
+    }
+
+    /// Whether the limit is reached.
+    pub fn reached(&self) -> bool {
+        self.played() >= self.limit
+    }
+}
+
 /// The identity of a stream of self-play: which net plays, and the random seed.
 #[derive(Debug, Clone, Copy)]
 pub struct ActorId {
@@ -74,8 +108,9 @@ pub struct ActorId {
 }
 
 /// Plays `games` games with `evaluator`, up to `config.games_per_actor` at a time, and hands
-/// each finished game to `on_game` as soon as it ends. Stops early (dropping unfinished
-/// games) when `stop` is set. `openings` are FENs; empty means the standard start position.
+/// each finished game to `on_game` as soon as it ends. Every move played is counted in
+/// `moves`. Stops early (dropping unfinished games) when `stop` is set or `moves` reaches its
+/// limit. `openings` are FENs; empty means the standard start position.
 #[allow(clippy::too_many_arguments)]
 pub fn play_games<E: Evaluator<ChessState>>(
     config: &SelfplayConfig,
@@ -85,6 +120,7 @@ pub fn play_games<E: Evaluator<ChessState>>(
     id: ActorId,
     games: usize,
     stop: &AtomicBool,
+    moves: &MoveCount,
     mut on_game: impl FnMut(FinishedGame, &ActorStats),
 ) -> Result<ActorStats, SelfplayError> {
     let mut rng = ChaCha8Rng::seed_from_u64(id.seed);
@@ -103,6 +139,7 @@ pub fn play_games<E: Evaluator<ChessState>>(
             let (state, slot, full) = playing[i].as_mut().expect("a search ran for this slot");
             stats.simulations += u64::from(res.simulations);
             stats.positions += 1;
+            moves.played.fetch_add(1, Ordering::Relaxed);
             stats.training_positions += u64::from(*full);
             if let Some((result, termination)) = step_game(config, state, slot, &res, *full, rng) {
                 let (state, slot, _) = playing[i].take().expect("checked above");
@@ -119,7 +156,7 @@ pub fn play_games<E: Evaluator<ChessState>>(
                 on_game(game, &stats);
             }
         }
-        if stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) || moves.reached() {
             // Unfinished games are dropped: only whole games are training data.
             playing[i] = None;
             return Ok(None);

@@ -1,4 +1,6 @@
-//! `cfzero bench`: speed measurements. `bench mcts` measures the search alone.
+//! `cfzero bench`: speed measurements, each a table or (`--json`) one JSON object.
+//! `bench mcts` measures the search alone, `bench nn` the net, `bench selfplay` and
+//! `bench train` the two halves of a generation.
 
 use std::path::PathBuf;
 
@@ -21,10 +23,15 @@ pub struct BenchArgs {
 /// What to measure.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// Search speed (simulations per second) with a built-in evaluator, one thread.
+    /// Search speed (simulations per second) with a built-in evaluator, one thread, and
+    /// memory per tree node.
     Mcts(MctsArgs),
-    /// Network speed: evaluations per second per batch size, training samples per second.
+    /// Network speed: evaluations per second per batch size, against the machine's matmul peak.
     Nn(super::bench_nn::NnArgs),
+    /// Self-play speed of a config: positions per second against the net's limit.
+    Selfplay(super::bench_selfplay::SelfplayBenchArgs),
+    /// Training speed of a config: samples per second.
+    Train(super::bench_train::TrainBenchArgs),
 }
 
 /// The evaluator of `bench mcts`.
@@ -70,6 +77,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     match &args.what {
         BenchCommand::Mcts(a) => mcts(a),
         BenchCommand::Nn(a) => super::bench_nn::run(a),
+        BenchCommand::Selfplay(a) => super::bench_selfplay::run(a),
+        BenchCommand::Train(a) => super::bench_train::run(a),
     }
 }
 
@@ -102,19 +111,34 @@ fn mcts(args: &MctsArgs) -> Result<()> {
         "{} positions, {} simulations per search, {:?} evaluator",
         report.positions, report.nodes_per_search, report.evaluator
     );
+    println!("{:<22} {:>12} {:>9}  details", "", "nodes/s", "vs Lc0");
     for (name, rate) in [
         ("single tree, gumbel", report.single_gumbel),
         ("single tree, puct", report.single_puct),
         ("driver, gumbel", report.driver),
     ] {
         println!(
-            "{name:<22} {:>12.0} nodes/s  ({} searches, {} nodes, {:.2} s)",
-            rate.nodes_per_second, rate.searches, rate.nodes, rate.seconds
+            "{name:<22} {:>12.0} {:>8.2}x  ({} searches, {} nodes, {:.2} s)",
+            rate.nodes_per_second, rate.ratio_to_reference, rate.searches, rate.nodes, rate.seconds
         );
     }
     println!(
+        "{:<22} {:>12.0} {:>8.2}x  (Lc0, random backend, one thread)",
+        "reference", report.reference_nodes_per_second, 1.0
+    );
+    println!(
         "driver: {} games at once, {} batches, {} cache hits",
         report.games, report.driver_batches, report.driver_cache_hits
+    );
+    let m = &report.memory;
+    println!(
+        "memory: {:.1} bytes per tree node ({} trees, {} nodes, {} KiB of arena; node {} B, edge {} B)",
+        m.bytes_per_node,
+        m.trees,
+        m.nodes,
+        m.arena_bytes / 1024,
+        m.node_size,
+        m.edge_size
     );
     Ok(())
 }

@@ -2,6 +2,8 @@
 
 pub mod bench;
 pub mod bench_nn;
+pub mod bench_selfplay;
+pub mod bench_train;
 pub mod debug;
 pub mod export;
 pub mod import;

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use cfzero_mcts::chess::ChessState;
@@ -12,7 +12,8 @@ use cfzero_network::inference::StatsSnapshot;
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};
 use cfzero_selfplay::pgn::{PgnTags, game_to_pgn};
 use cfzero_selfplay::record::{RECORD_EXTENSION, read_records, write_records};
-use cfzero_selfplay::{ActorId, FinishedGame, GameResult, play_games};
+use cfzero_selfplay::{ActorId, ActorStats, FinishedGame, GameResult, MoveCount, play_games};
+use crossbeam_channel::RecvTimeoutError;
 
 use crate::config::Config;
 use crate::run::progress::bar;
@@ -109,6 +110,120 @@ fn worker_seed(worker: &str) -> u64 {
         .fold(0, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// Live counters of running actors, handed to the callbacks of [`run_actors`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Live {
+    /// Moves played so far by all actors.
+    pub positions: u64,
+    /// Seconds since the inference server started.
+    pub seconds: f64,
+    /// The inference thread's counters so far.
+    pub inference: StatsSnapshot,
+}
+
+/// What the actors of [`run_actors`] did, besides the games they handed over.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ActorsOutcome {
+    /// The actors' counters, summed.
+    pub stats: ActorStats,
+    /// The inference thread's counters.
+    pub inference: StatsSnapshot,
+    /// Wall time from the inference server's start to the last actor's end.
+    pub seconds: f64,
+}
+
+/// How often [`run_actors`] calls its `on_tick` at the least.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The self-play engine of `train`, `selfplay` and `bench selfplay`: plays up to `games` games
+/// with `net` on the config's actor threads behind one inference server, actor `a` seeded
+/// `base.seed ^ a`. Stops early when `stop` is set or `moves` reaches its limit. On the
+/// calling thread, each finished game goes to `on_game` as it ends, and `on_tick` runs at
+/// least every 100 ms while the actors play.
+#[allow(clippy::too_many_arguments)]
+pub fn run_actors(
+    config: &Config,
+    net: Net,
+    openings: &[String],
+    games: usize,
+    base: ActorId,
+    stop: &AtomicBool,
+    moves: &MoveCount,
+    mut on_game: impl FnMut(FinishedGame, &Live),
+    mut on_tick: impl FnMut(&Live),
+) -> Result<ActorsOutcome> {
+    let start = Instant::now();
+    config.run.use_inference_threads();
+    let handle: InferenceHandle<ChessState> = InferenceServer::spawn(
+        net,
+        InferenceOptions {
+            max_batch: config.run.max_batch,
+            ..InferenceOptions::default()
+        },
+    );
+    let live = || Live {
+        positions: moves.played(),
+        seconds: start.elapsed().as_secs_f64(),
+        inference: handle.stats(),
+    };
+    let actors = config.selfplay.actors.max(1);
+    let (tx, rx) = crossbeam_channel::unbounded::<FinishedGame>();
+    let results = std::thread::scope(|scope| {
+        let mut threads = Vec::new();
+        for a in 0..actors {
+            let share = games / actors + usize::from(a < games % actors);
+            let (tx, handle) = (tx.clone(), handle.clone());
+            let id = ActorId {
+                generation: base.generation,
+                seed: base.seed ^ a as u64,
+            };
+            threads.push(scope.spawn(move || {
+                play_games(
+                    &config.selfplay,
+                    &config.search,
+                    &handle,
+                    openings,
+                    id,
+                    share,
+                    stop,
+                    moves,
+                    |game, _| {
+                        let _ = tx.send(game);
+                    },
+                )
+            }));
+        }
+        drop(tx);
+        let mut last_tick = Instant::now();
+        loop {
+            match rx.recv_timeout(TICK) {
+                Ok(game) => on_game(game, &live()),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if last_tick.elapsed() >= TICK {
+                on_tick(&live());
+                last_tick = Instant::now();
+            }
+        }
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("an actor thread panicked"))
+            .collect::<Vec<_>>()
+    });
+    let mut outcome = ActorsOutcome::default();
+    for r in results {
+        let s = r.context("self-play failed")?;
+        outcome.stats.games += s.games;
+        outcome.stats.positions += s.positions;
+        outcome.stats.training_positions += s.training_positions;
+        outcome.stats.simulations += s.simulations;
+    }
+    outcome.seconds = start.elapsed().as_secs_f64();
+    outcome.inference = handle.stats();
+    Ok(outcome)
+}
+
 /// Plays `games` more games with `net` into `games_dir` (records of generation `generation`),
 /// naming the files after `worker` (empty for the one worker of `cfzero train`).
 #[allow(clippy::too_many_arguments)]
@@ -129,54 +244,35 @@ pub fn play(
     if games == 0 {
         return Ok(summary);
     }
-    let start = Instant::now();
-    config.run.use_inference_threads();
-    let handle: InferenceHandle<ChessState> = InferenceServer::spawn(
-        net,
-        InferenceOptions {
-            max_batch: config.run.max_batch,
-            ..InferenceOptions::default()
-        },
-    );
-    let actors = config.selfplay.actors.max(1);
-    let (tx, rx) = crossbeam_channel::unbounded::<FinishedGame>();
+    let base = ActorId {
+        // The records of games/gen-N are played by net gen-(N-1).
+        generation: generation.saturating_sub(1),
+        seed: config.run.seed ^ worker_seed(worker) ^ (u64::from(generation) << 32) ^ (first << 8),
+    };
     let pb = bar(games as u64, "selfplay", "games");
+    let message = |live: &Live| {
+        format!(
+            "{:.0} pos/s, avg batch {:.1}",
+            live.positions as f64 / live.seconds.max(1e-9),
+            live.inference.average_batch()
+        )
+    };
     let mut write_error = None;
-    let results = std::thread::scope(|scope| {
-        let mut threads = Vec::new();
-        for a in 0..actors {
-            let share = games / actors + usize::from(a < games % actors);
-            let (tx, handle) = (tx.clone(), handle.clone());
-            let id = ActorId {
-                // The records of games/gen-N are played by net gen-(N-1).
-                generation: generation.saturating_sub(1),
-                seed: config.run.seed
-                    ^ worker_seed(worker)
-                    ^ (u64::from(generation) << 32)
-                    ^ (first << 8)
-                    ^ a as u64,
-            };
-            threads.push(scope.spawn(move || {
-                play_games(
-                    &config.selfplay,
-                    &config.search,
-                    &handle,
-                    openings,
-                    id,
-                    share,
-                    stop,
-                    |game, _| {
-                        let _ = tx.send(game);
-                    },
-                )
-            }));
-        }
-        drop(tx);
-        for (index, game) in (first..).zip(rx) {
+    let mut index = first;
+    let outcome = run_actors(
+        config,
+        net,
+        openings,
+        games,
+        base,
+        stop,
+        &MoveCount::unlimited(),
+        |game, live| {
             let path = games_dir.join(record_name(worker, index));
+            index += 1;
             if let Err(e) = write_records(&path, std::slice::from_ref(&game.record)) {
                 write_error.get_or_insert(e);
-                continue;
+                return;
             }
             summary.record_bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             summary.games += 1;
@@ -197,28 +293,18 @@ pub fn play(
                 summary.resign_false_positives += u64::from(fp);
             }
             pb.inc(1);
-            let secs = start.elapsed().as_secs_f64().max(1e-9);
-            let inf = handle.stats();
-            pb.set_message(format!(
-                "{:.0} pos/s, avg batch {:.1}",
-                summary.positions as f64 / secs,
-                inf.average_batch()
-            ));
-        }
-        threads
-            .into_iter()
-            .map(|t| t.join().expect("an actor thread panicked"))
-            .collect::<Vec<_>>()
-    });
+            pb.set_message(message(live));
+        },
+        |live| pb.set_message(message(live)),
+    );
     pb.finish_and_clear();
-    for r in results {
-        summary.simulations += r.context("self-play failed")?.simulations;
-    }
+    let outcome = outcome?;
+    summary.simulations = outcome.stats.simulations;
     if let Some(e) = write_error {
         return Err(e).context("writing a game record");
     }
-    summary.seconds = start.elapsed().as_secs_f64();
-    summary.inference = handle.stats();
+    summary.seconds = outcome.seconds;
+    summary.inference = outcome.inference;
     Ok(summary)
 }
 

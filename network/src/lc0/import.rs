@@ -87,7 +87,9 @@ pub fn import_net(file: &NetFile, name: &str, device: Device) -> Result<Net, Lc0
         let Source::Var(var_name) = &binding.ours else {
             continue; // import always sets qkv_bias, so every slot has a variable
         };
-        let layer = binding.access.slot(&mut weights)
+        let layer = binding
+            .access
+            .slot(&mut weights)
             .as_ref()
             .ok_or_else(|| corrupt(format!("`{}` is missing", binding.lc0)))?;
         let values =

@@ -1,0 +1,276 @@
+//! `cfzero bench selfplay`: the self-play of a config (the actors and inference server of
+//! `cfzero train`) for a fixed number of moves, against the limit its net sets: the net's
+//! evaluations per second at the batch size self-play reached, over the simulations per move.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Result;
+use cfzero_network::checkpoint::load_net;
+use cfzero_network::model::shaw::ShawForm;
+use cfzero_network::{Net, parse_device};
+use cfzero_selfplay::openings::read_openings;
+use cfzero_selfplay::{ActorId, MoveCount};
+use clap::Args;
+use serde::Serialize;
+use tch::Device;
+
+use crate::config::Config;
+use crate::error::user_error;
+use crate::run::progress::{bar, spinner};
+use crate::run::selfplay_phase::{Live, run_actors};
+use crate::user_bail;
+
+/// Arguments of `cfzero bench selfplay`.
+#[derive(Debug, Args)]
+pub struct SelfplayBenchArgs {
+    /// Config whose `[selfplay]`, `[search]` and `[run]` (and `[network]`, without `--net`)
+    /// are measured.
+    #[arg(long, default_value = "configs/tiny.toml")]
+    pub config: PathBuf,
+    /// Moves (positions) to play, over all games (those in flight at the end count too).
+    #[arg(long, default_value_t = 2000)]
+    pub moves: u64,
+    /// A net to play with (default: a fresh random net of the config's `[network]`).
+    #[arg(long)]
+    pub net: Option<PathBuf>,
+    /// Seconds of the net's own measurement at self-play's average batch size.
+    #[arg(long, default_value_t = 2.0)]
+    pub nn_seconds: f64,
+    /// Device: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Finished games and the games per hour they point to.
+#[derive(Debug, Serialize)]
+struct Games {
+    /// Games that ended during the run.
+    finished: u64,
+    /// Their mean length in plies (`None` if none ended).
+    mean_length: Option<f64>,
+    /// `positions_per_second * 3600 /` the length of `per_hour_basis`.
+    per_hour: f64,
+    /// `finished_games` (their mean length) or `max_plies` (no game ended: the config's
+    /// longest game, so `per_hour` is a lower bound).
+    per_hour_basis: &'static str,
+}
+
+/// The inference thread's share of the work.
+#[derive(Debug, Serialize)]
+struct Inference {
+    /// Forward passes.
+    batches: u64,
+    /// Positions evaluated.
+    positions: u64,
+    /// `positions / batches`.
+    average_batch: f64,
+    /// Positions evaluated per move played (below the simulations per move where the
+    /// evaluation cache or finished games answer leaves).
+    evaluations_per_move: f64,
+    /// Share of the wall time the inference thread was busy.
+    busy_share: f64,
+}
+
+/// The limit that the net's speed sets.
+#[derive(Debug, Serialize)]
+struct NnBound {
+    /// Batch size measured: self-play's average batch, rounded.
+    batch: usize,
+    /// The net's evaluations per second at that batch (the `bench nn` measurement).
+    evaluations_per_second: f64,
+    /// Simulations per move by the config: full and cheap searches in its ratio.
+    simulations_per_move: f64,
+    /// `evaluations_per_second / simulations_per_move`.
+    positions_per_second: f64,
+}
+
+/// The whole report.
+#[derive(Debug, Serialize)]
+struct SelfplayReport {
+    config: String,
+    net: String,
+    device: String,
+    actors: usize,
+    games_in_flight: usize,
+    moves_requested: u64,
+    positions: u64,
+    seconds: f64,
+    positions_per_second: f64,
+    /// Simulations actually run per move (terminal roots and short games make it differ
+    /// from the config's).
+    simulations_per_move_observed: f64,
+    games: Games,
+    inference: Inference,
+    nn_bound: NnBound,
+    /// `positions_per_second / nn_bound.positions_per_second`.
+    ratio_to_nn_bound: f64,
+}
+
+/// The net to play with: the one in `path`, or a fresh one seeded like `cfzero train`'s first.
+fn make_net(config: &Config, path: Option<&Path>, device: Device) -> Result<Net> {
+    match path {
+        Some(p) => load_net(p, device).map_err(user_error),
+        None => {
+            tch::manual_seed(config.run.seed as i64);
+            Net::new(&config.network, device).map_err(user_error)
+        }
+    }
+}
+
+/// Runs the measurement.
+pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
+    let config = Config::load(&args.config)?;
+    if args.moves == 0 {
+        user_bail!("--moves must be at least 1");
+    }
+    if args.nn_seconds.is_nan() || args.nn_seconds <= 0.0 {
+        user_bail!("--nn-seconds must be more than 0 (got {})", args.nn_seconds);
+    }
+    let device = parse_device(&args.device).map_err(user_error)?;
+    let openings = match &config.selfplay.openings {
+        Some(p) => read_openings(p).map_err(user_error)?,
+        None => Vec::new(),
+    };
+    let net = make_net(&config, args.net.as_deref(), device)?;
+
+    let moves = MoveCount::with_limit(args.moves);
+    let pb = bar(args.moves, "selfplay", "moves");
+    let show = |live: &Live| {
+        pb.set_position(live.positions.min(args.moves));
+        pb.set_message(format!(
+            "avg batch {:.1}, inference busy {:.0}%",
+            live.inference.average_batch(),
+            100.0 * live.inference.busy_seconds / live.seconds.max(1e-9)
+        ));
+    };
+    let (mut finished, mut finished_plies) = (0u64, 0u64);
+    let outcome = run_actors(
+        &config,
+        net,
+        &openings,
+        usize::MAX,
+        ActorId {
+            generation: 0,
+            seed: config.run.seed,
+        },
+        &AtomicBool::new(false),
+        &moves,
+        |game, live| {
+            finished += 1;
+            finished_plies += game.record.positions.len() as u64;
+            show(live);
+        },
+        &show,
+    );
+    pb.finish_and_clear();
+    let outcome = outcome?;
+
+    let positions = outcome.stats.positions;
+    let seconds = outcome.seconds.max(1e-9);
+    let positions_per_second = positions as f64 / seconds;
+    let mean_length = (finished > 0).then(|| finished_plies as f64 / finished as f64);
+    let (length, per_hour_basis) = match mean_length {
+        Some(l) => (l, "finished_games"),
+        None => (f64::from(config.selfplay.max_plies.max(1)), "max_plies"),
+    };
+    let inf = outcome.inference;
+    let average_batch = inf.average_batch();
+
+    // The net's own speed at the batch size self-play reached, with the inference thread's
+    // settings: its thread count and its form of Shaw attention.
+    let batch = (average_batch.round() as usize).max(1);
+    let wait = spinner(format!("measuring the net at batch {batch}"));
+    config.run.use_inference_threads();
+    let mut net = make_net(&config, args.net.as_deref(), device)?;
+    net.model.shaw_form = ShawForm::for_max_batch(config.run.max_batch.max(1));
+    let rate = super::bench_nn::measure_inference(&net, batch, args.nn_seconds);
+    wait.finish_and_clear();
+    let sp = &config.selfplay;
+    let full = f64::from(sp.full_search_fraction.clamp(0.0, 1.0));
+    let simulations_per_move =
+        full * f64::from(sp.simulations) + (1.0 - full) * f64::from(sp.cheap_simulations);
+    let bound = rate.evaluations_per_second / simulations_per_move.max(1.0);
+
+    let report = SelfplayReport {
+        config: args.config.display().to_string(),
+        net: args
+            .net
+            .as_ref()
+            .map_or_else(|| "random".to_string(), |p| p.display().to_string()),
+        device: format!("{device:?}"),
+        actors: sp.actors.max(1),
+        games_in_flight: sp.actors.max(1) * sp.games_per_actor.max(1),
+        moves_requested: args.moves,
+        positions,
+        seconds,
+        positions_per_second,
+        simulations_per_move_observed: outcome.stats.simulations as f64 / positions.max(1) as f64,
+        games: Games {
+            finished,
+            mean_length,
+            per_hour: positions_per_second * 3600.0 / length,
+            per_hour_basis,
+        },
+        inference: Inference {
+            batches: inf.batches,
+            positions: inf.positions,
+            average_batch,
+            evaluations_per_move: inf.positions as f64 / positions.max(1) as f64,
+            busy_share: inf.busy_seconds / seconds,
+        },
+        nn_bound: NnBound {
+            batch,
+            evaluations_per_second: rate.evaluations_per_second,
+            simulations_per_move,
+            positions_per_second: bound,
+        },
+        ratio_to_nn_bound: positions_per_second / bound,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_table(&report);
+    }
+    Ok(())
+}
+
+fn print_table(r: &SelfplayReport) {
+    println!(
+        "{} ({} net, {}): {} actors, {} games in flight",
+        r.config, r.net, r.device, r.actors, r.games_in_flight
+    );
+    println!(
+        "positions      {:>10.1} /s  ({} moves in {:.1} s, {:.1} simulations per move)",
+        r.positions_per_second, r.positions, r.seconds, r.simulations_per_move_observed
+    );
+    let basis = match r.games.mean_length {
+        Some(l) => format!(
+            "mean length {l:.1} plies of {} finished games",
+            r.games.finished
+        ),
+        None => "no game finished: at most max_plies each, a lower bound".to_string(),
+    };
+    println!("games          {:>10.0} /h  ({basis})", r.games.per_hour);
+    println!(
+        "inference      {:>10.1} avg batch, busy {:.0}% of the time ({} batches, {:.1} evaluations per move)",
+        r.inference.average_batch,
+        100.0 * r.inference.busy_share,
+        r.inference.batches,
+        r.inference.evaluations_per_move
+    );
+    println!(
+        "net bound      {:>10.1} /s  ({:.0} evaluations/s at batch {} / {:.1} simulations per move)",
+        r.nn_bound.positions_per_second,
+        r.nn_bound.evaluations_per_second,
+        r.nn_bound.batch,
+        r.nn_bound.simulations_per_move
+    );
+    println!(
+        "achieved       {:>10.1}% of the net bound",
+        100.0 * r.ratio_to_nn_bound
+    );
+}

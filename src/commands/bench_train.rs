@@ -1,0 +1,128 @@
+//! `cfzero bench train`: training samples per second of a config (its `[network]` and
+//! `[train]` tables) through the learner's step, on synthetic batches of the config's size.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use cfzero_network::encoding::POLICY_SIZE;
+use cfzero_network::flops::flops_per_evaluation;
+use cfzero_network::{Net, parse_device};
+use cfzero_trainer::{HostBatch, Learner};
+use clap::Args;
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::user_error;
+use crate::run::progress::bar;
+use crate::user_bail;
+
+/// Arguments of `cfzero bench train`.
+#[derive(Debug, Args)]
+pub struct TrainBenchArgs {
+    /// Config whose `[network]` and `[train]` are measured.
+    #[arg(long, default_value = "configs/tiny.toml")]
+    pub config: PathBuf,
+    /// Training steps measured (after one warm-up step).
+    #[arg(long, default_value_t = 10)]
+    pub steps: usize,
+    /// Device: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The report.
+#[derive(Debug, Serialize)]
+struct TrainReport {
+    parameters: usize,
+    device: String,
+    threads: i32,
+    batch: usize,
+    steps: usize,
+    seconds: f64,
+    samples_per_second: f64,
+    milliseconds_per_step: f64,
+    /// Estimate: a training step costs about three forward passes (forward, two for backward).
+    gflops_per_second: f64,
+}
+
+/// Runs the measurement.
+pub fn run(args: &TrainBenchArgs) -> Result<()> {
+    let config = Config::load(&args.config)?;
+    let device = parse_device(&args.device).map_err(user_error)?;
+    if args.steps == 0 {
+        user_bail!("--steps must be at least 1");
+    }
+    config.run.use_training_threads();
+    tch::manual_seed(config.run.seed as i64);
+    let net = Net::new(&config.network, device).map_err(user_error)?;
+    let parameters = net.parameter_count();
+    let batch_size = config.train.batch_size.max(1);
+    let batch = synthetic_batch(batch_size);
+    let mut learner = Learner::new(net, config.train.clone());
+    let pb = bar(args.steps as u64 + 1, "train", "steps");
+    pb.set_message("warm-up");
+    learner.step(&batch);
+    pb.inc(1);
+    pb.set_message("");
+    let start = Instant::now();
+    for _ in 0..args.steps {
+        learner.step(&batch);
+        pb.inc(1);
+    }
+    let seconds = start.elapsed().as_secs_f64().max(1e-9);
+    pb.finish_and_clear();
+    let samples_per_second = (args.steps * batch_size) as f64 / seconds;
+    let report = TrainReport {
+        parameters,
+        device: format!("{device:?}"),
+        threads: tch::get_num_threads(),
+        batch: batch_size,
+        steps: args.steps,
+        seconds,
+        samples_per_second,
+        milliseconds_per_step: 1e3 * seconds / args.steps as f64,
+        gflops_per_second: 3.0 * flops_per_evaluation(&config.network) as f64 * samples_per_second
+            / 1e9,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!(
+        "{} parameters, {} ({} threads), batch {}, synthetic batches (no loading)",
+        report.parameters, report.device, report.threads, report.batch
+    );
+    println!(
+        "training: {:.0} samples/s, {:.1} ms per step, about {:.1} GFLOP/s ({} steps, {:.2} s)",
+        report.samples_per_second,
+        report.milliseconds_per_step,
+        report.gflops_per_second,
+        report.steps,
+        report.seconds
+    );
+    Ok(())
+}
+
+/// A batch with plausible shapes: sparse 0/1 inputs, 30 legal moves, one-hot targets.
+fn synthetic_batch(len: usize) -> HostBatch {
+    let mut b = HostBatch::default();
+    b.reset(len);
+    for i in 0..len {
+        for j in 0..64 * 112 {
+            if (i * 7 + j * 13) % 11 == 0 {
+                b.inputs[i * 64 * 112 + j] = 1.0;
+            }
+        }
+        for m in 0..30 {
+            b.legal[i * POLICY_SIZE + (i * 31 + m * 61) % POLICY_SIZE] = 1.0;
+        }
+        b.policy[i * POLICY_SIZE + (i * 31) % POLICY_SIZE] = 1.0;
+        b.wdl[i * 3 + i % 3] = 1.0;
+        b.moves_left[i] = 40.0;
+    }
+    b
+}

@@ -1,0 +1,251 @@
+//! `cfzero bench mcts|nn|selfplay|train --json` with tiny budgets: each prints one JSON
+//! object whose figures are consistent with each other (no speed is asserted: machines are
+//! noisy), and bad input is a one-line error with exit code 2.
+
+mod common;
+
+use cfzero_mcts::tree::{Edge, Node};
+use common::*;
+use serde_json::Value;
+
+/// Runs `cfzero ARGS --json`, asserts success and parses the one JSON object it prints.
+fn bench_json(args: &[&str]) -> Value {
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = cfzero(&all).output().expect("cfzero runs");
+    assert!(
+        out.status.success(),
+        "cfzero {all:?} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "cfzero {all:?} printed no JSON object ({e}):\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("`{key}` is not a number in {v}"))
+}
+
+/// `a == b` up to 1e-9, relative to their size.
+fn assert_close(a: f64, b: f64, what: &str) {
+    assert!(
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0),
+        "{what}: {a} != {b}"
+    );
+}
+
+#[test]
+fn bench_mcts_reports_rates_against_the_reference_and_memory_per_node() {
+    let r = bench_json(&["mcts", "--nodes", "50", "--games", "4"]);
+    assert_eq!(r["nodes_per_search"], 50);
+    assert_eq!(r["games"], 4);
+    let reference = num(&r, "reference_nodes_per_second");
+    assert_eq!(reference, 75_000.0);
+    for row in ["single_gumbel", "single_puct", "driver"] {
+        let rate = &r[row];
+        let nps = num(rate, "nodes_per_second");
+        assert!(nps > 0.0, "{row}: {rate}");
+        assert!(num(rate, "nodes") > 0.0, "{row}: {rate}");
+        assert_close(
+            num(rate, "ratio_to_reference"),
+            nps / reference,
+            &format!("{row} ratio"),
+        );
+    }
+    let m = &r["memory"];
+    assert_eq!(num(m, "node_size") as usize, std::mem::size_of::<Node>());
+    assert_eq!(
+        num(m, "edge_size") as usize,
+        std::mem::size_of::<Edge<shakmaty::Move>>()
+    );
+    // One tree: the start position.
+    assert_eq!(m["trees"], 1);
+    assert!(num(m, "nodes") > 1.0, "{m}");
+    assert!(num(m, "bytes_per_node") > num(m, "node_size"), "{m}");
+    assert_close(
+        num(m, "bytes_per_node"),
+        num(m, "arena_bytes") / num(m, "nodes"),
+        "bytes per node",
+    );
+}
+
+#[test]
+fn bench_nn_reports_each_batch_against_the_matmul_peak() {
+    let r = bench_json(&[
+        "nn",
+        "--config",
+        "configs/micro.toml",
+        "--device",
+        "cpu",
+        "--batches",
+        "1,4",
+        "--seconds",
+        "0.2",
+        "--matmul-size",
+        "256",
+    ]);
+    let peak = num(&r, "matmul_peak_gflops_per_second");
+    assert!(peak > 0.0, "{r}");
+    assert_eq!(r["matmul_size"], 256);
+    assert!(num(&r, "parameters") > 0.0);
+    let rows = r["inference"].as_array().expect("an inference array");
+    let batches: Vec<u64> = rows.iter().map(|x| x["batch"].as_u64().unwrap()).collect();
+    assert_eq!(batches, [1, 4]);
+    for row in rows {
+        assert!(num(row, "evaluations_per_second") > 0.0, "{row}");
+        assert_close(
+            num(row, "gflops_per_second"),
+            num(row, "evaluations_per_second") * num(&r, "mflops_per_evaluation") / 1e3,
+            "GFLOP/s",
+        );
+        assert_close(
+            num(row, "efficiency"),
+            num(row, "gflops_per_second") / peak,
+            "efficiency",
+        );
+    }
+    assert!(
+        r.get("train_samples_per_second").is_none(),
+        "moved to bench train"
+    );
+}
+
+#[test]
+fn bench_train_reports_samples_per_second() {
+    let r = bench_json(&[
+        "train",
+        "--config",
+        "configs/micro.toml",
+        "--device",
+        "cpu",
+        "--steps",
+        "2",
+    ]);
+    assert_eq!(r["batch"], 16);
+    assert_eq!(r["steps"], 2);
+    let rate = num(&r, "samples_per_second");
+    assert!(rate > 0.0, "{r}");
+    assert_close(rate * num(&r, "seconds"), 32.0, "samples");
+    assert_close(
+        num(&r, "milliseconds_per_step"),
+        1e3 * num(&r, "seconds") / 2.0,
+        "ms per step",
+    );
+}
+
+#[test]
+fn bench_selfplay_reports_positions_per_second_against_the_net_bound() {
+    let r = bench_json(&[
+        "selfplay",
+        "--config",
+        "configs/micro.toml",
+        "--device",
+        "cpu",
+        "--moves",
+        "20",
+        "--nn-seconds",
+        "0.2",
+    ]);
+    assert_eq!(r["moves_requested"], 20);
+    let positions = num(&r, "positions");
+    // Searches under way when the limit is reached still end: up to one per game in flight.
+    assert!(
+        (20.0..=20.0 + num(&r, "games_in_flight")).contains(&positions),
+        "{r}"
+    );
+    let achieved = num(&r, "positions_per_second");
+    assert!(achieved > 0.0, "{r}");
+    assert_close(achieved, positions / num(&r, "seconds"), "positions/s");
+
+    let inf = &r["inference"];
+    let batch = num(inf, "average_batch");
+    // micro.toml: one actor with 4 games, max_batch 64.
+    assert!((1.0..=4.0).contains(&batch), "{inf}");
+    let busy = num(inf, "busy_share");
+    assert!((0.0..=1.0).contains(&busy), "{inf}");
+    assert_close(batch, num(inf, "positions") / num(inf, "batches"), "batch");
+
+    let bound = &r["nn_bound"];
+    assert_eq!(bound["batch"].as_f64().unwrap(), batch.round());
+    // micro.toml: half the moves at 8 simulations, half at 4.
+    assert_close(
+        num(bound, "simulations_per_move"),
+        6.0,
+        "simulations per move",
+    );
+    assert_close(
+        num(bound, "positions_per_second"),
+        num(bound, "evaluations_per_second") / 6.0,
+        "bound",
+    );
+    assert_close(
+        num(&r, "ratio_to_nn_bound"),
+        achieved / num(bound, "positions_per_second"),
+        "ratio",
+    );
+
+    let games = &r["games"];
+    assert!(num(games, "per_hour") > 0.0, "{games}");
+    let length = match games["per_hour_basis"].as_str().unwrap() {
+        "finished_games" => num(games, "mean_length"),
+        "max_plies" => {
+            assert_eq!(games["finished"], 0);
+            40.0
+        }
+        other => panic!("unknown basis {other}"),
+    };
+    assert_close(
+        num(games, "per_hour"),
+        achieved * 3600.0 / length,
+        "games/h",
+    );
+}
+
+#[test]
+fn bad_bench_input_is_a_one_line_error_with_exit_code_2() {
+    for args in [
+        &["bench", "selfplay", "--config", "nope.toml"][..],
+        &[
+            "bench",
+            "selfplay",
+            "--config",
+            "configs/micro.toml",
+            "--moves",
+            "0",
+        ],
+        &["bench", "train", "--config", "nope.toml"],
+        &[
+            "bench",
+            "train",
+            "--config",
+            "configs/micro.toml",
+            "--steps",
+            "0",
+        ],
+        &["bench", "nn", "--config", "nope.toml"],
+        &[
+            "bench",
+            "nn",
+            "--config",
+            "configs/micro.toml",
+            "--batches",
+            "0",
+        ],
+        &["bench", "mcts", "--positions", "nope.epd"],
+    ] {
+        let out = cfzero(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
