@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-time set-up of libtorch (from PyPI's torch wheel) in .venv; fast and silent when already done.
-#   scripts/setup.sh          CPU install (~1.2 GB): torch without its CUDA dependency stack
+#   scripts/setup.sh          CPU install (~3.8 GB): libtorch, plus what Python's `import torch` needs
 #   scripts/setup.sh --gpu    full torch with the CUDA stack (~4.7 GB) for NVIDIA GPUs
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +9,7 @@ TORCH_VERSION=2.13.0
 want=cpu
 [[ "${1:-}" == "--gpu" || "${CFZERO_GPU:-}" == "1" ]] && want=gpu
 stamp=.venv/.cfzero-setup
-expected="torch=$TORCH_VERSION flavour=$want python-deps=chess"
+expected="torch=$TORCH_VERSION flavour=$want python-deps=chess,torch-python"
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$expected" && -e .libtorch/lib/libtorch.so ]]; then
   exit 0
@@ -31,6 +31,11 @@ if [[ "$want" == gpu ]]; then
 else
   # torch's own libraries link libcudart/cupti even for CPU use; these two small wheels satisfy that.
   "${pip[@]}" --no-deps "torch==$TORCH_VERSION" nvidia-cuda-runtime==13.0.96 nvidia-cuda-cupti==13.0.85
+  # The PyTorch reference (bench/reference/, tests/reference_outputs.rs) imports torch in Python,
+  # and torch._C links the CUDA libraries below even on CPU (~2.5 GB); cfzero itself needs none.
+  "${pip[@]}" --no-warn-conflicts "cuda-toolkit[cublas,cufft,cufile,curand,cusparse,nvjitlink,nvrtc]==13.0.3" \
+    nvidia-cudnn-cu13==9.20.0.48 nvidia-cusparselt-cu13==0.8.1 nvidia-nccl-cu13==2.29.7 nvidia-nvshmem-cu13==3.4.5 \
+    "typing-extensions>=4.10.0" filelock "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5"
 fi
 # The python-chess client drives the UCI engine in the tests; numpy feeds the PyTorch reference benchmark.
 "${pip[@]}" chess numpy

@@ -1,6 +1,6 @@
 //! `cfzero debug`: look inside the encoding and the net. `debug moves` prints the policy
 //! index, `debug planes` the input planes of a position (DESIGN.md §2), `debug attention` one
-//! query square's attention map as a PNG board.
+//! query square's attention map as a PNG board, `debug outputs` a net's raw outputs as JSON.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -40,6 +40,8 @@ pub enum DebugCommand {
     Planes(PlanesArgs),
     /// The attention map of one query square (a layer and head of a net), drawn on the board.
     Attention(AttentionArgs),
+    /// Every head's raw outputs for the positions of a file, with their input tokens, as JSON.
+    Outputs(super::debug_outputs::OutputsArgs),
 }
 
 /// Arguments of `cfzero debug attention`.
@@ -114,6 +116,7 @@ pub fn run(args: &DebugArgs) -> Result<()> {
             describe_planes(&state, &encode_planes(&state))
         }
         DebugCommand::Attention(args) => attention(args)?,
+        DebugCommand::Outputs(args) => super::debug_outputs::run(args)?,
     };
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

@@ -5,6 +5,7 @@ pub mod bench_nn;
 pub mod bench_selfplay;
 pub mod bench_train;
 pub mod debug;
+pub mod debug_outputs;
 pub mod export;
 pub mod import;
 pub mod info;
