@@ -3,6 +3,7 @@
 mod commands;
 mod config;
 mod error;
+mod malloc;
 mod plot;
 mod run;
 mod uci;
@@ -64,6 +65,7 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn main() {
+    malloc::keep_large_blocks();
     let cli = Cli::parse();
     if let Err(err) = run(cli) {
         eprintln!("error: {err:#}");

@@ -106,7 +106,8 @@ def time_cfzero(config: Path, args: argparse.Namespace, cfzero: str) -> dict:
     batches = ",".join(map(str, args.batches))
     nn = json_of(
         run(cfzero, "bench", "nn", "--config", config, "--batches", batches, "--seconds",
-            args.seconds, "--json", *device, what="cfzero bench nn"),
+            args.seconds, "--heads", "play" if args.play else "all", "--json", *device,
+            what="cfzero bench nn"),
         "cfzero bench nn",
     )  # fmt: skip
     try:
@@ -246,8 +247,8 @@ def main() -> int:
     parser.add_argument(
         "--play",
         action="store_true",
-        help="PyTorch inference computes only the heads a search reads: use it when `cfzero "
-        "bench nn` times `forward_play` rather than every head",
+        help="both sides compute only the heads a search reads (`cfzero bench nn --heads play`); "
+        "by default both compute every head",
     )
     parser.add_argument(
         "--cfzero", type=Path, help="cfzero binary (default: build target/release/cfzero)"

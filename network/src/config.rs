@@ -135,6 +135,20 @@ pub struct HeadsConfig {
     pub moves_left: bool,
 }
 
+impl HeadsConfig {
+    /// The heads a search reads (what `Chessformer::forward_play` computes): the winner
+    /// head, or the `q` head in a net without one.
+    pub fn for_play(self) -> HeadsConfig {
+        HeadsConfig {
+            soft_policy: false,
+            winner: self.winner,
+            q: self.q && !self.winner,
+            st: false,
+            moves_left: false,
+        }
+    }
+}
+
 impl Default for HeadsConfig {
     fn default() -> Self {
         HeadsConfig {

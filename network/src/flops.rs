@@ -92,6 +92,15 @@ pub fn parameter_count(cfg: &NetworkConfig) -> u64 {
     total
 }
 
+/// Floating-point operations of one evaluation as a search runs it
+/// (`Net::forward_play`: the policy and the value head it reads, see
+/// [`crate::config::HeadsConfig::for_play`]).
+pub fn flops_per_play_evaluation(cfg: &NetworkConfig) -> u64 {
+    let mut play = cfg.clone();
+    play.outputs = cfg.outputs.for_play();
+    flops_per_evaluation(&play)
+}
+
 /// Floating-point operations (2 per multiply-add, matrix products only) of one evaluation
 /// (batch 1, forward) with every head the config has.
 pub fn flops_per_evaluation(cfg: &NetworkConfig) -> u64 {

@@ -112,3 +112,38 @@ fn invalid_configs_are_refused_with_a_message() {
         "[network]\nlayers = 1\nd_model = 8\nheads = 2\ndff = 8\nd_pol = 8\n[search]\nx = 1\n";
     assert!(cfzero_network::NetworkConfig::from_toml_file_text(other_tables).is_ok());
 }
+
+#[test]
+fn the_play_forward_computes_exactly_the_heads_a_search_reads() {
+    tch::manual_seed(3);
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let x = Tensor::rand([9, 64, 112], (Kind::Float, Device::Cpu));
+    let (all, play) = tch::no_grad(|| (net.forward(&x), net.forward_play(&x)));
+    assert!(play.policy.equal(&all.policy));
+    assert!(play.wdl.unwrap().equal(&all.wdl.unwrap()));
+    assert!(play.q.is_none() && play.st.is_none());
+    assert!(play.soft_policy.is_none() && play.moves_left.is_none());
+    // Without a winner head the search reads the q head instead.
+    let mut cfg = preset("micro");
+    cfg.outputs.winner = false;
+    tch::manual_seed(3);
+    let net = Net::new(&cfg, Device::Cpu).unwrap();
+    let (all, play) = tch::no_grad(|| (net.forward(&x), net.forward_play(&x)));
+    assert!(play.q.unwrap().value.equal(&all.q.unwrap().value));
+    assert!(play.wdl.is_none());
+    // Its FLOPs leave out exactly the skipped heads.
+    let play_cfg = HeadsConfig {
+        soft_policy: false,
+        st: false,
+        moves_left: false,
+        ..cfg.outputs
+    };
+    assert_eq!(cfg.outputs.for_play(), play_cfg);
+    let mut reduced = cfg.clone();
+    reduced.outputs = play_cfg;
+    assert_eq!(
+        cfzero_network::flops::flops_per_play_evaluation(&cfg),
+        flops_per_evaluation(&reduced)
+    );
+    assert!(flops_per_evaluation(&reduced) < flops_per_evaluation(&cfg));
+}

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use cfzero_network::flops::flops_per_evaluation;
+use cfzero_network::flops::{flops_per_evaluation, flops_per_play_evaluation};
 use cfzero_network::{Net, parse_device};
 use clap::Args;
 use serde::Serialize;
@@ -36,9 +36,22 @@ pub struct NnArgs {
     /// Device: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Which heads each forward pass computes.
+    #[arg(long, value_enum, default_value = "play")]
+    pub heads: Heads,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The heads a measured forward pass computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Heads {
+    /// What a search reads (policy and value): self-play, matches and UCI.
+    Play,
+    /// Every head of the config, as training computes them.
+    All,
 }
 
 /// One inference measurement: forward passes of one batch size, results read back to the host.
@@ -56,13 +69,16 @@ pub struct InferenceRate {
 /// `seconds` after one warm-up pass, with libtorch's current thread count. Inputs are random
 /// on the net's device; the policy is copied back to the host each pass, as a real
 /// evaluation does (on a GPU that also waits for the pass to finish).
-pub fn measure_inference(net: &Net, batch: usize, seconds: f64) -> InferenceRate {
+pub fn measure_inference(net: &Net, heads: Heads, batch: usize, seconds: f64) -> InferenceRate {
     let batch = batch.max(1);
-    let flops = flops_per_evaluation(&net.config) as f64;
+    let flops = evaluation_flops(&net.config, heads) as f64;
     let x = Tensor::rand([batch as i64, 64, 112], (Kind::Float, net.device()));
     let run_once = || {
         tch::no_grad(|| {
-            let out = net.forward(&x);
+            let out = match heads {
+                Heads::Play => net.forward_play(&x),
+                Heads::All => net.forward(&x),
+            };
             let _ = out.policy.to_device(Device::Cpu);
         })
     };
@@ -78,6 +94,14 @@ pub fn measure_inference(net: &Net, batch: usize, seconds: f64) -> InferenceRate
         batch,
         evaluations_per_second: rate,
         gflops_per_second: rate * flops / 1e9,
+    }
+}
+
+/// FLOPs of one evaluation computing `heads`.
+fn evaluation_flops(config: &cfzero_network::NetworkConfig, heads: Heads) -> u64 {
+    match heads {
+        Heads::Play => flops_per_play_evaluation(config),
+        Heads::All => flops_per_evaluation(config),
     }
 }
 
@@ -120,6 +144,8 @@ struct InferenceRow {
 struct NnReport {
     parameters: usize,
     mflops_per_evaluation: f64,
+    /// The heads each timed forward pass computed.
+    heads: Heads,
     device: String,
     threads: i32,
     matmul_size: usize,
@@ -147,7 +173,7 @@ pub fn run(args: &NnArgs) -> Result<()> {
     let mut inference = Vec::new();
     for &batch in &args.batches {
         pb.set_message(format!("batch {batch}"));
-        let rate = measure_inference(&net, batch, args.seconds);
+        let rate = measure_inference(&net, args.heads, batch, args.seconds);
         inference.push(InferenceRow {
             rate,
             efficiency: rate.gflops_per_second / peak,
@@ -157,7 +183,8 @@ pub fn run(args: &NnArgs) -> Result<()> {
     pb.finish_and_clear();
     let report = NnReport {
         parameters: net.parameter_count(),
-        mflops_per_evaluation: flops_per_evaluation(&config.network) as f64 / 1e6,
+        mflops_per_evaluation: evaluation_flops(&config.network, args.heads) as f64 / 1e6,
+        heads: args.heads,
         device: format!("{device:?}"),
         threads: tch::get_num_threads(),
         matmul_size: args.matmul_size,
@@ -169,8 +196,15 @@ pub fn run(args: &NnArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{} parameters, {:.2} MFLOP per evaluation, {} ({} threads)",
-        report.parameters, report.mflops_per_evaluation, report.device, report.threads
+        "{} parameters, {:.2} MFLOP per evaluation ({}), {} ({} threads)",
+        report.parameters,
+        report.mflops_per_evaluation,
+        match report.heads {
+            Heads::Play => "the heads a search reads",
+            Heads::All => "every head",
+        },
+        report.device,
+        report.threads
     );
     println!(
         "matmul peak: {:.1} GFLOP/s (f32, {n} x {n} @ {n} x {n}, best of {MATMUL_REPETITIONS})",

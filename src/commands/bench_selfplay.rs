@@ -187,7 +187,12 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
     config.run.use_inference_threads();
     let mut net = make_net(&config, args.net.as_deref(), device)?;
     net.model.shaw_form = ShawForm::for_max_batch(config.run.max_batch.max(1));
-    let rate = super::bench_nn::measure_inference(&net, batch, args.nn_seconds);
+    let rate = super::bench_nn::measure_inference(
+        &net,
+        super::bench_nn::Heads::Play,
+        batch,
+        args.nn_seconds,
+    );
     wait.finish_and_clear();
     let sp = &config.selfplay;
     let full = f64::from(sp.full_search_fraction.clamp(0.0, 1.0));

@@ -366,7 +366,7 @@ fn evaluate(net: &Net, inputs: &[f32], n: usize) -> Result<BatchOutputs, String>
     };
     tch::no_grad(|| {
         let x = Tensor::from_slice(inputs).view([n as i64, 64, (INPUT_FLOATS / 64) as i64]);
-        let out = net.forward(&x);
+        let out = net.forward_play(&x);
         let wdl = match (&out.wdl, &out.q) {
             (Some(logits), _) => logits.softmax(-1, Kind::Float),
             (None, Some(q)) => {
