@@ -10,16 +10,6 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 
-fn ok(args: &[&str]) -> String {
-    let out = cfzero(args).output().expect("cfzero runs");
-    assert!(
-        out.status.success(),
-        "cfzero {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 fn fails_with_2(args: &[&str]) -> String {
     let out = cfzero(args).output().expect("cfzero runs");
     assert_eq!(out.status.code(), Some(2), "cfzero {args:?}: {out:?}");
@@ -44,7 +34,7 @@ fn an_lc0_net_imports_trains_and_exports_back() {
     let tmp = tempfile::tempdir().unwrap();
     let net = tmp.path().join("imported.safetensors");
     let config = tmp.path().join("imported.toml");
-    let out = ok(&[
+    let out = cfzero_ok(&[
         "import",
         "--lc0",
         "tests/data/lc0/bt-smolgen.pb.gz",
@@ -71,7 +61,7 @@ fn an_lc0_net_imports_trains_and_exports_back() {
 
     // Back to Lc0 (exact floats), and in again: the same shape.
     let lc0 = tmp.path().join("trained.pb.gz");
-    let out = ok(&[
+    let out = cfzero_ok(&[
         "export",
         "--net",
         s(&trained),
@@ -90,7 +80,7 @@ fn an_lc0_net_imports_trains_and_exports_back() {
         .unwrap();
     assert_eq!(head, [0x1f, 0x8b], "gzip magic");
     let again = tmp.path().join("again.safetensors");
-    ok(&["import", "--lc0", s(&lc0), "--out", s(&again)]);
+    cfzero_ok(&["import", "--lc0", s(&lc0), "--out", s(&again)]);
     check_net(&again, &imported);
 }
 
@@ -99,7 +89,7 @@ fn native_export_is_safetensors_and_a_json_config() {
     let tmp = tempfile::tempdir().unwrap();
     let net = fresh_micro_net(tmp.path());
     let dir = tmp.path().join("native");
-    ok(&[
+    cfzero_ok(&[
         "export",
         "--net",
         s(&net),

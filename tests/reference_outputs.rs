@@ -86,17 +86,6 @@ fn reference(python: &Path, args: &[&str]) -> (bool, String) {
     (out.status.success(), String::from_utf8(out.stdout).unwrap())
 }
 
-/// Runs cfzero with `args` and asserts that it succeeded; its stdout.
-fn ok(args: &[&str]) -> String {
-    let out = cfzero(args).output().expect("cfzero runs");
-    assert!(
-        out.status.success(),
-        "cfzero {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// Generation 0 of `config` under `dir` with noise on every weight (a fresh net has all-zero
 /// Shaw tables and trivial norms, which would hide mistakes there).
 fn noisy_net(python: &Path, config: &Path, dir: &Path) -> PathBuf {
@@ -127,7 +116,7 @@ fn check_config(config: &Path) {
     let dir = tmp.path();
     let net = noisy_net(&python, config, dir);
     let export = dir.join("export");
-    ok(&[
+    cfzero_ok(&[
         "export",
         "--net",
         s(&net),
@@ -139,9 +128,9 @@ fn check_config(config: &Path) {
     let positions = dir.join("positions.epd");
     std::fs::write(&positions, POSITIONS).unwrap();
     let moves = dir.join("moves.txt");
-    std::fs::write(&moves, ok(&["debug", "moves"])).unwrap();
+    std::fs::write(&moves, cfzero_ok(&["debug", "moves"])).unwrap();
     let outputs = dir.join("outputs.json");
-    let printed = ok(&[
+    let printed = cfzero_ok(&[
         "debug",
         "outputs",
         "--net",

@@ -243,6 +243,29 @@ fn a_missing_net_is_a_one_line_error_with_exit_code_2() {
     assert!(err.contains("/nonexistent/net.safetensors"), "{err}");
 }
 
+/// Searches `fen` with 32 nodes; the last info line's score and the best move played.
+fn score_and_move(engine: &mut Engine, fen: &str) -> (String, ChessState) {
+    let state = ChessState::from_fen(fen, HistoryFill::No).unwrap();
+    engine.send(format!("position fen {fen}").as_bytes());
+    engine.send(b"go nodes 32");
+    let lines = engine.best_move(&state);
+    let info = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("info depth"))
+        .unwrap();
+    let score = info.split(" score ").nth(1).unwrap();
+    let score = score
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mv = lines.last().unwrap().split_whitespace().nth(1).unwrap();
+    let mut after = state.clone();
+    after.play_uci(mv).unwrap();
+    (score, after)
+}
+
 #[test]
 fn proven_mates_are_announced_as_score_mate() {
     let tmp = tempfile::tempdir().unwrap();
@@ -251,33 +274,14 @@ fn proven_mates_are_announced_as_score_mate() {
     engine.send(b"uci");
     engine.until("uciok");
     // A position of sunfish's mate-in-one suite (tests/data/suites); any mating move will do.
-    let fen = "8/pp6/2p2p2/6p1/1P6/2Q1P3/k1K2PPP/5B1R w - - 0 38";
-    let state = ChessState::from_fen(fen, HistoryFill::No).unwrap();
-    engine.send(format!("position fen {fen}").as_bytes());
-    engine.send(b"go nodes 32");
-    let lines = engine.best_move(&state);
-    let info = lines
-        .iter()
-        .rev()
-        .find(|l| l.starts_with("info depth"))
-        .unwrap();
-    assert!(info.contains("score mate 1 "), "{info}");
-    let mv = lines.last().unwrap().split_whitespace().nth(1).unwrap();
-    let mut after = state.clone();
-    after.play_uci(mv).unwrap();
-    assert!(after.position().is_checkmate(), "{mv} does not mate");
-
-    // Black's only move, Kg8, is met by Ra8#: mated in one, score mate -1.
-    let fen = "7k/8/6K1/8/8/8/8/R7 b - - 0 1";
-    let state = ChessState::from_fen(fen, HistoryFill::No).unwrap();
-    engine.send(format!("position fen {fen}").as_bytes());
-    engine.send(b"go nodes 32");
-    let lines = engine.best_move(&state);
-    let info = lines
-        .iter()
-        .rev()
-        .find(|l| l.starts_with("info depth"))
-        .unwrap();
-    assert!(info.contains("score mate -1 "), "{info}");
+    let (score, after) = score_and_move(
+        &mut engine,
+        "8/pp6/2p2p2/6p1/1P6/2Q1P3/k1K2PPP/5B1R w - - 0 38",
+    );
+    assert_eq!(score, "mate 1");
+    assert!(after.position().is_checkmate());
+    // Black's only move, Kg8, is met by Ra8#: mated in one.
+    let (score, _) = score_and_move(&mut engine, "7k/8/6K1/8/8/8/8/R7 b - - 0 1");
+    assert_eq!(score, "mate -1");
     engine.send(b"quit");
 }

@@ -50,6 +50,17 @@ pub fn cfzero(args: &[&str]) -> Command {
     cmd
 }
 
+/// Runs cfzero with `args` and asserts that it succeeded; its stdout.
+pub fn cfzero_ok(args: &[&str]) -> String {
+    let out = cfzero(args).output().expect("cfzero runs");
+    assert!(
+        out.status.success(),
+        "cfzero {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// Runs `cfzero train` with `args` to the end and asserts that it succeeded.
 pub fn train(args: &[&str]) -> Output {
     let mut all = vec!["train", "--device", "cpu"];
