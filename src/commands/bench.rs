@@ -58,8 +58,9 @@ pub struct MctsArgs {
     /// Trees the many-tree driver searches at once.
     #[arg(long, default_value_t = 64)]
     pub games: usize,
-    /// At most this many positions of the file are searched.
-    #[arg(long, default_value_t = 64)]
+    /// At most this many positions of the file are searched (each row of the report times
+    /// one search of each: a whole opening suite takes about a second, long enough to time).
+    #[arg(long, default_value_t = 1000)]
     pub max_positions: usize,
     /// Evaluation cache of the driver in entries (0 disables it).
     #[arg(long, default_value_t = 1 << 16)]
