@@ -18,17 +18,11 @@ use tch::Device;
 /// Largest allowed difference of any output.
 const TOLERANCE: f64 = 1e-4;
 
-/// The positions of the check: more than 4 (cfzero evaluates them in one batch, the
-/// gathered form of Shaw attention; the reference also runs them one by one, the bucket form),
-/// both sides to move, promotions, castling rights, en passant, a halfmove clock.
-const POSITIONS: &str = "\
-rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1
-rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3
-r2qkb1r/pppnpppp/3p1n2/8/2PP2b1/2N2N2/PP2PPPP/R1BQKB1R b KQkq - 1 5
-8/P7/8/8/8/8/6k1/K7 w - - 12 60
-8/8/8/8/8/8/6p1/K6k b - - 0 70
-r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 5 30
-";
+/// The positions of the check, shared with bench/reference/compare.py (what they cover is
+/// said in the file).
+fn positions() -> PathBuf {
+    repo_root().join("bench/reference/positions.epd")
+}
 
 /// Every output of a net with all heads.
 const OUTPUTS: [&str; 10] = [
@@ -125,8 +119,7 @@ fn check_config(config: &Path) {
         "--out",
         s(&export),
     ]);
-    let positions = dir.join("positions.epd");
-    std::fs::write(&positions, POSITIONS).unwrap();
+    let positions = positions();
     let moves = dir.join("moves.txt");
     std::fs::write(&moves, cfzero_ok(&["debug", "moves"])).unwrap();
     let outputs = dir.join("outputs.json");
@@ -298,8 +291,7 @@ fn debug_outputs_rejects_bad_input_in_one_line() {
     let run = dir.join("run");
     train_run(&micro_config(), &run, 0, &[]);
     let net = run.join("nets/gen-0000.safetensors");
-    let good = dir.join("good.epd");
-    std::fs::write(&good, POSITIONS).unwrap();
+    let good = positions();
     let bad = dir.join("bad.epd");
     std::fs::write(
         &bad,

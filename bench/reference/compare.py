@@ -36,16 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = Path(__file__).resolve().parent / "chessformer.py"
 
-# Positions of the output check: the start, both sides to move, promotions, castling rights,
-# en passant, a halfmove clock.
-POSITIONS = """\
-rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1
-rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3
-r2qkb1r/pppnpppp/3p1n2/8/2PP2b1/2N2N2/PP2PPPP/R1BQKB1R b KQkq - 1 5
-8/P7/8/8/8/8/6k1/K7 w - - 12 60
-8/8/8/8/8/8/6p1/K6k b - - 0 70
-r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 5 30
-"""
+# Positions of the output check, shared with tests/reference_outputs.rs.
+POSITIONS = Path(__file__).resolve().parent / "positions.epd"
 
 
 class StepError(Exception):
@@ -87,8 +79,7 @@ def output_check(config: Path, cfzero: str, work: Path) -> tuple[Path, dict]:
         "--generations", 0, what="creating the net")  # fmt: skip
     run(py, REFERENCE, "perturb", "--net", fresh, "--out", net, what="perturbing the net")
     run(cfzero, "export", "--net", net, "--format", "native", "--out", export, what="exporting")
-    positions, outputs, moves = work / "positions.epd", work / f"{name}.json", work / "moves.txt"
-    positions.write_text(POSITIONS)
+    positions, outputs, moves = POSITIONS, work / f"{name}.json", work / "moves.txt"
     moves.write_text(run(cfzero, "debug", "moves", what="cfzero debug moves"))
     run(cfzero, "debug", "outputs", "--net", net, "--positions", positions, "--out", outputs,
         what="cfzero debug outputs")  # fmt: skip

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use cfzero_network::checkpoint::save_net;
-use cfzero_network::lc0::{Lc0Error, read_lc0_file};
+use cfzero_network::lc0::read_lc0_file;
 use clap::Args;
 use tch::Device;
 
@@ -32,12 +32,8 @@ pub struct ImportArgs {
 
 /// Runs `cfzero import`.
 pub fn run(args: &ImportArgs) -> Result<()> {
-    let net = read_lc0_file(&args.lc0, Device::Cpu).map_err(|e| match e {
-        Lc0Error::Io { .. } | Lc0Error::Corrupt { .. } | Lc0Error::Unsupported { .. } => {
-            user_error(e)
-        }
-        other => anyhow::Error::new(other),
-    })?;
+    // Every way reading can fail is about the file the user named.
+    let net = read_lc0_file(&args.lc0, Device::Cpu).map_err(user_error)?;
     save_net(&net, &args.out)?;
     let c = &net.config;
     println!(
