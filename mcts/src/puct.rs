@@ -37,22 +37,9 @@ pub fn select_child<M: Copy>(tree: &Tree<M>, node: NodeId, config: &SearchConfig
         Some(c) if c.visits > 0 => -c.mean() + explore * edge.prior / (1.0 + c.visits as f32),
         _ => fpu + explore * edge.prior,
     };
-    // This loop is the search's hottest: proofs cost it nothing where there are none.
-    let best = if any_proven && config.solver {
-        solver::select_by_class(tree, node, edges, |_, edge| score(edge))
-    } else {
-        let mut best = 0;
-        let mut best_score = f32::NEG_INFINITY;
-        for (i, edge) in edges.iter().enumerate() {
-            let s = score(edge);
-            // Strictly greater: ties go to the first move, so selection is reproducible.
-            if s > best_score {
-                best_score = s;
-                best = i;
-            }
-        }
-        best
-    };
+    let best = solver::select(tree, node, edges, any_proven && config.solver, |_, edge| {
+        score(edge)
+    });
     range.start + best
 }
 

@@ -39,23 +39,8 @@ pub fn select_child<M: Copy>(
     }
     let denominator = 1.0 + total as f32;
     let visits = |edge: &Edge<M>| tree.child_of(edge).map_or(0, |c| c.visits);
-    // Proofs cost the hot loop nothing where there are none.
-    let best = if any_proven && config.solver {
-        solver::select_by_class(tree, node, edges, |i, edge| {
-            policy[i] - visits(edge) as f32 / denominator
-        })
-    } else {
-        let mut best = 0;
-        let mut best_score = f32::NEG_INFINITY;
-        for (i, edge) in edges.iter().enumerate() {
-            let score = policy[i] - visits(edge) as f32 / denominator;
-            // Strictly greater: ties go to the first move, so selection is reproducible.
-            if score > best_score {
-                best_score = score;
-                best = i;
-            }
-        }
-        best
-    };
+    let best = solver::select(tree, node, edges, any_proven && config.solver, |i, edge| {
+        policy[i] - visits(edge) as f32 / denominator
+    });
     range.start + best
 }

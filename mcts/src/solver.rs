@@ -200,6 +200,33 @@ pub fn propagate<M: Copy>(tree: &mut Tree<M>, path: &[NodeId]) {
     }
 }
 
+/// Selection below a node: the edge of `edges` (those of `node`) with the best `score`,
+/// ties to the first move so that selection is reproducible; by [`select_by_class`] when
+/// `by_proofs` (the solver is on and some child is proven). `score` gets each edge with its
+/// offset; returns the offset of the chosen edge. The plain loop is the search's hottest,
+/// so proofs cost it nothing where there are none.
+pub fn select<M: Copy>(
+    tree: &Tree<M>,
+    node: NodeId,
+    edges: &[Edge<M>],
+    by_proofs: bool,
+    score: impl Fn(usize, &Edge<M>) -> f32,
+) -> usize {
+    if by_proofs {
+        return select_by_class(tree, node, edges, score);
+    }
+    let mut best = 0;
+    let mut best_score = f32::NEG_INFINITY;
+    for (i, edge) in edges.iter().enumerate() {
+        let s = score(i, edge);
+        if s > best_score {
+            best_score = s;
+            best = i;
+        }
+    }
+    best
+}
+
 /// Selection among `edges` (those of `node`) where some child is proven: the shortest
 /// proven win if there is one, else the best `score` among unproven moves, then (below the
 /// root) among proven draws, and only if every move is a proven loss, among those. Ties
