@@ -41,6 +41,8 @@ fn default_window() -> WindowConfig {
         max_positions: 500_000,
         alpha: 0.75,
         beta: 0.4,
+        validation_share: 0.05,
+        validation_positions: 20_000,
     }
 }
 
@@ -55,8 +57,14 @@ fn default_train() -> TrainConfig {
 pub struct RunConfig {
     /// Self-play games per generation.
     pub games_per_generation: usize,
-    /// Training steps per generation.
+    /// Training steps per generation (when `sample_reuse` is 0).
     pub steps_per_generation: u64,
+    /// Sample reuse: when above 0, each generation trains
+    /// `ceil(sample_reuse * new trainable positions / batch_size)` steps, so that every new
+    /// training position is seen about this many times while it is new, however many
+    /// positions the generation's games happened to have (as Lc0 and KataGo balance the
+    /// trainer against the games).
+    pub sample_reuse: f64,
     /// Evaluate every this many generations (0: never).
     pub eval_every: u32,
     /// Openings of the evaluation matches (each played with both colours).
@@ -82,6 +90,7 @@ impl Default for RunConfig {
         RunConfig {
             games_per_generation: 64,
             steps_per_generation: 100,
+            sample_reuse: 0.0,
             eval_every: 1,
             eval_openings: None,
             eval_openings_count: 10,

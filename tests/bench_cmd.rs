@@ -1,6 +1,6 @@
-//! `cfzero bench mcts|nn|selfplay|train --json` with tiny budgets: each prints one JSON
-//! object whose figures are consistent with each other (no speed is asserted: machines are
-//! noisy), and bad input is a one-line error with exit code 2.
+//! `cfzero bench mcts|nn|selfplay|train|learn --json` with tiny budgets: each prints one
+//! JSON object whose figures are consistent with each other (no speed is asserted: machines
+//! are noisy), and bad input is a one-line error with exit code 2.
 
 mod common;
 
@@ -247,5 +247,148 @@ fn bad_bench_input_is_a_one_line_error_with_exit_code_2() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// Checks one opponent's match in the report of `bench learn`.
+fn check_learn_match(m: &Value, opponent: &str, games: u64) {
+    assert_eq!(m["b"], opponent, "{m}");
+    assert!(m["a"].as_str().unwrap().starts_with("gen-"), "{m}");
+    assert_eq!(m["games"].as_u64(), Some(games), "{m}");
+    let s = &m["score"];
+    let count = |k: &str| s[k].as_u64().unwrap();
+    assert_eq!(
+        count("wins") + count("draws") + count("losses"),
+        games,
+        "{m}"
+    );
+    let score = num(m, "score_fraction");
+    assert!((0.0..=1.0).contains(&score), "{m}");
+    assert_close(
+        score,
+        (count("wins") as f64 + 0.5 * count("draws") as f64) / games as f64,
+        "score",
+    );
+    let (low, high) = (num(m, "score_low"), num(m, "score_high"));
+    assert!(
+        0.0 <= low && low <= score && score <= high && high <= 1.0,
+        "{m}"
+    );
+    // Elo is null in JSON where it is infinite (a shut-out).
+    if let (Some(lo), Some(elo), Some(hi)) = (
+        m["elo_low"].as_f64(),
+        m["elo"].as_f64(),
+        m["elo_high"].as_f64(),
+    ) {
+        assert!(lo <= elo && elo <= hi, "{m}");
+    }
+    let ends: u64 = m["terminations"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(ends, games, "{m}");
+}
+
+#[test]
+fn bench_learn_trains_for_the_budget_then_plays_both_baselines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let r = bench_json(&[
+        "learn",
+        "--config",
+        "configs/micro.toml",
+        "--device",
+        "cpu",
+        "--minutes",
+        "0.1",
+        "--run",
+        run.to_str().unwrap(),
+        "--games",
+        "4",
+        "--max-plies",
+        "60",
+    ]);
+    let t = &r["training"];
+    assert_eq!(num(t, "minutes"), 0.1);
+    assert!(num(t, "seconds") >= 6.0, "the budget is spent: {t}");
+    let generation = t["generations"].as_u64().unwrap();
+    let net = |g: u64| run.join(format!("nets/gen-{g:04}.safetensors"));
+    assert!(net(generation).exists(), "{t}");
+    assert!(!net(generation + 1).exists(), "{t}");
+    let positions = num(t, "selfplay_positions");
+    assert!(num(t, "positions_per_second") >= 0.0, "{t}");
+    assert_close(
+        num(t, "positions_per_second_overall") * num(t, "seconds"),
+        positions,
+        "positions over the budget",
+    );
+    // micro.toml: 4 steps a generation.
+    assert_eq!(num(t, "train_steps"), 4.0 * generation as f64, "{t}");
+    assert_eq!(r["simulations"], 4, "micro.toml's eval_simulations");
+    assert_eq!(r["games_per_opponent"], 4);
+    check_learn_match(&r["vs_random"], "random", 4);
+    check_learn_match(&r["vs_greedy"], "greedy", 4);
+    assert_eq!(
+        r["vs_random"]["a"],
+        format!("gen-{generation:04} (4 sims)"),
+        "the final net plays"
+    );
+}
+
+#[test]
+fn bad_bench_learn_input_is_a_one_line_error_with_exit_code_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let busy = tmp.path().join("busy");
+    std::fs::create_dir_all(&busy).unwrap();
+    std::fs::write(busy.join("x"), "").unwrap();
+    let fresh = tmp.path().join("fresh");
+    let base = [
+        "bench",
+        "learn",
+        "--config",
+        "configs/micro.toml",
+        "--device",
+        "cpu",
+    ];
+    for extra in [
+        &["--minutes", "-1", "--run", fresh.to_str().unwrap()][..],
+        &["--minutes", "0", "--run", fresh.to_str().unwrap()],
+        &[
+            "--minutes",
+            "1",
+            "--games",
+            "0",
+            "--run",
+            fresh.to_str().unwrap(),
+        ],
+        &[
+            "--minutes",
+            "1",
+            "--sims",
+            "0",
+            "--run",
+            fresh.to_str().unwrap(),
+        ],
+        &[
+            "--minutes",
+            "1",
+            "--openings",
+            "nope.epd",
+            "--run",
+            fresh.to_str().unwrap(),
+        ],
+        &["--minutes", "1", "--run", busy.to_str().unwrap()],
+    ] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let out = cfzero(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!fresh.exists(), "{args:?} created the run directory");
     }
 }

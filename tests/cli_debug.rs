@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 use sha2::{Digest, Sha256};
 
-/// SHA-256 of the 1858 UCI strings, one a line (DESIGN.md §2).
+/// SHA-256 of the 1858 UCI strings, one a line (docs/METHODS.md §1).
 const MOVES_SHA256: &str = "eb2483cf8f53bb000dd6ca437c4ecd383b391bb5fee468b6c30f7f167fb591c5";
 const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 
@@ -249,5 +249,80 @@ fn debug_attention_draws_one_query_square() {
             png_s,
         ],
         &["--head 2"],
+    );
+}
+
+/// `debug targets` on two hand-made games: the means and errors of each recorded value
+/// against the result, by hand.
+#[test]
+fn debug_targets_scores_each_value_against_the_results() {
+    use cfzero_selfplay::record::write_records;
+    use cfzero_selfplay::{GameRecord, GameResult, PositionRecord, Termination};
+    let dir = tempfile::tempdir().unwrap();
+    // Values are multiples of 1/32767 (the record's quantisation) where it matters: 0.5
+    // and -0.25 are not, so compare with a tolerance.
+    let position = |root_q: f32, best_q: f32, trainable: bool| PositionRecord {
+        played: 0,
+        policy: if trainable {
+            vec![65535; 20]
+        } else {
+            Vec::new()
+        },
+        network_q: 0.0,
+        root_q,
+        root_d: 0.0,
+        best_q,
+        played_q: best_q,
+        policy_q: best_q,
+        st: 0.0,
+    };
+    // White wins: White's position (ply 0) has z = 1, Black's (ply 1) z = -1; ply 2 is not
+    // trained on.
+    let game = GameRecord {
+        start_fen: None,
+        result: GameResult::WhiteWin,
+        termination: Termination::Resignation,
+        generation: 0,
+        positions: vec![
+            position(0.5, 1.0, true),
+            position(-0.25, -1.0, true),
+            position(0.0, 0.0, false),
+        ],
+    };
+    write_records(&dir.path().join("g00000.cfzg"), &[game]).unwrap();
+    let out = cfzero(&["debug", "targets", "--games", dir.path().to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["games"], 1);
+    assert_eq!(report["positions"], 2);
+    assert_eq!(report["result_mean"], 0.0);
+    let value = |name: &str| {
+        let v = report["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap()
+            .clone();
+        (
+            v["mean"].as_f64().unwrap(),
+            v["mse_vs_result"].as_f64().unwrap(),
+        )
+    };
+    let close = |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < 1e-4 && (a.1 - b.1).abs() < 1e-4;
+    // root_q: mean (0.5 - 0.25) / 2; errors (0.5 - 1)^2 and (-0.25 + 1)^2.
+    assert!(
+        close(value("root_q"), (0.125, (0.25 + 0.5625) / 2.0)),
+        "{report}"
+    );
+    assert!(close(value("best_q"), (0.0, 0.0)), "{report}");
+    assert!(close(value("network_q"), (0.0, 1.0)), "{report}");
+    assert_user_error(
+        &["debug", "targets", "--games", "/nonexistent"],
+        &["/nonexistent"],
     );
 }

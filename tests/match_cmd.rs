@@ -1,6 +1,7 @@
 //! `cfzero match` end to end: a net against the random mover, the random mover against a real
-//! UCI engine process (`tests/engines/pick_engine.py`), the PGN it writes read back by
-//! python-chess, and one-line errors with exit code 2 for bad input.
+//! UCI engine process (`tests/engines/pick_engine.py`), the random against the greedy mover,
+//! the PGN it writes read back by python-chess, and one-line errors with exit code 2 for bad
+//! input.
 
 mod common;
 
@@ -133,6 +134,32 @@ fn sprt_stops_a_one_sided_match_early() {
     assert!(report["sprt"]["llr"].as_f64().unwrap() <= report["sprt"]["lower"].as_f64().unwrap());
 }
 
+#[test]
+fn the_random_mover_loses_to_the_greedy_mover() {
+    let openings = repo_root().join("configs/openings/4mvs_+90_+99.epd");
+    let report = match_json(&[
+        "--a-random",
+        "--b-greedy",
+        "--openings",
+        openings.to_str().unwrap(),
+        "--games",
+        "20",
+        "--max-plies",
+        "200",
+    ]);
+    assert_eq!(report["a"], "random");
+    assert_eq!(report["b"], "greedy");
+    assert_eq!(report["games"], 20);
+    assert_eq!(
+        count(&report, "wins") + count(&report, "draws") + count(&report, "losses"),
+        20
+    );
+    // Greedy takes whatever random leaves hanging: it scores about 90% in such matches.
+    let score = report["score_fraction"].as_f64().unwrap();
+    assert!(score < 0.4, "random scored {score} against greedy");
+    assert!(count(&report, "losses") > count(&report, "wins"));
+}
+
 /// `cfzero match ARGS` must fail with exit code 2 and one line naming `expect`.
 fn user_error(args: &[&str], expect: &str) {
     let mut all = vec!["match"];
@@ -147,6 +174,10 @@ fn user_error(args: &[&str], expect: &str) {
 #[test]
 fn bad_input_is_a_one_line_error_with_exit_code_2() {
     user_error(&["--b-random"], "player a: give exactly one of");
+    user_error(
+        &["--a-greedy", "--a-random", "--b-random"],
+        "player a: give exactly one of",
+    );
     user_error(
         &["--a-random", "--a-net", "x.safetensors", "--b-random"],
         "player a",

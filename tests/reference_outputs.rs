@@ -214,8 +214,8 @@ fn the_reference_training_step_matches_cfzero() {
     let dir = tmp.path();
     let net = noisy_net(&python, &micro_config(), dir);
 
-    // cfzero's learner: NAdam with L2 weight decay, clipping on (the noisy net's gradients are
-    // larger than 1), no warm-up, no SWA.
+    // cfzero's learner: NAdam with decoupled weight decay, clipping on (the noisy net's
+    // gradients are larger than 1), no warm-up, no SWA.
     let config: TrainConfig = toml::from_str(
         "batch_size = 16\ngrad_clip = 1.0\nweight_decay = 0.0001\nswa_every = 0\n[lr]\npeak = 0.001\n",
     )

@@ -69,7 +69,11 @@ fn two_generations_on_micro() {
         .map(|e| e.value)
         .collect();
     assert_eq!(games_logged, [GAMES as f32; 2]);
-    for tag in ["eval/score_vs_gen0", "eval/score_vs_random"] {
+    for tag in [
+        "eval/score_vs_gen0",
+        "eval/score_vs_random",
+        "eval/score_vs_greedy",
+    ] {
         let scores: Vec<f32> = events
             .iter()
             .filter(|e| e.tag == tag)

@@ -327,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     step.add_argument("--steps", type=int, default=2, help="steps")
     step.add_argument("--lr", type=float, default=0.001, help="learning rate (no schedule)")
     step.add_argument("--grad-clip", type=float, default=10.0, help="gradient-norm clip")
-    step.add_argument("--weight-decay", type=float, default=0.0, help="NAdam's L2 penalty")
+    step.add_argument(
+        "--weight-decay", type=float, default=0.0, help="decoupled weight decay of the matrices"
+    )
     step.add_argument("--expect", type=Path, help="cfzero's weights after the same steps")
     step.set_defaults(run=cmd_step)
 

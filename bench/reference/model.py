@@ -147,14 +147,20 @@ def attend(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None) -> Tenso
 
 
 def attend_shaw_buckets(q, k, v, tables, index) -> Tensor:
-    """Shaw attention against the ungathered `[H, 225, d_head]` tables: products with all
-    225 buckets, then the bucket of each (query, key) pair picked out. For small batches."""
+    """Shaw attention against the ungathered tables (`[H, 225, d_head]` each, the bias
+    `[H, 225]`): products with all 225 buckets, then the bucket of each (query, key) pair picked
+    out. For small batches.
+
+    Logits: `(q_i . k_j + q_i . rq_b + k_j . rk_b + bias_b) / sqrt(d_head)` with b = bucket(i, j);
+    the bias is the position-only term of Shaw et al.'s `(q_i + a^Q)(k_j + a^K)^T`, learned per
+    head and bucket, scaled like the other terms (network/src/model/shaw.rs, `ShawTables`)."""
     b, h, n, dh = q.shape
-    tq, tk, tv = tables
+    tq, tk, tv, tb = tables
     idx = index.view(1, 1, n, n).expand(b, h, n, n)
     qr = (q @ tq.transpose(-2, -1)).gather(3, idx)  # q_i . rq[bucket(i, j)]
     kr = (tk @ k.transpose(-2, -1)).gather(2, idx)  # k_j . rk[bucket(i, j)]
-    logits = (q @ k.transpose(-2, -1) + qr + kr) * (1.0 / math.sqrt(dh))
+    rb = tb.index_select(1, index).view(h, n, n)  # bias[bucket(i, j)], broadcast over the batch
+    logits = (q @ k.transpose(-2, -1) + qr + kr + rb) * (1.0 / math.sqrt(dh))
     a = logits.softmax(-1)
     # For a fixed query, j -> bucket(i, j) is one-to-one: spread the weights over the buckets.
     spread = a.new_zeros(b, h, n, SHAW_BUCKETS).scatter(3, idx, a)
@@ -162,10 +168,11 @@ def attend_shaw_buckets(q, k, v, tables, index) -> Tensor:
 
 
 def attend_shaw_gathered(q, k, v, gathered) -> Tensor:
-    """Shaw attention over tables gathered to `[H, 64, 64, d_head]` (query, key): each Shaw
-    term is one batched product over the (head, square) pairs with the batch as the rows."""
+    """Shaw attention over tables gathered to `[H, 64, 64, d_head]` (query, key), the bias to
+    `[H, 64, 64]`: each Shaw term is one batched product over the (head, square) pairs with the
+    batch as the rows."""
     b, h, n, dh = q.shape
-    rq, rk, rv = gathered
+    rq, rk, rv, rb = gathered
 
     def by_square(t: Tensor, x: int) -> Tensor:
         # [B, H, 64, x] -> [H*64, rows, x], the batch padded to at least MIN_ROWS rows.
@@ -179,7 +186,7 @@ def attend_shaw_gathered(q, k, v, gathered) -> Tensor:
     qr = unpad(by_square(q, dh).bmm(rq_t), n).permute(2, 0, 1, 3)
     rk_t = rk.permute(0, 2, 3, 1).reshape(h * n, dh, n)
     kr = unpad(by_square(k, dh).bmm(rk_t), n).permute(2, 0, 3, 1)
-    logits = (q @ k.transpose(-2, -1) + qr + kr) * (1.0 / math.sqrt(dh))
+    logits = (q @ k.transpose(-2, -1) + qr + kr + rb) * (1.0 / math.sqrt(dh))
     a = logits.softmax(-1)
     ar = unpad(by_square(a, n).bmm(rv.reshape(h * n, n, dh)), dh).permute(2, 0, 1, 3)
     return a @ v + ar
@@ -224,6 +231,7 @@ class Attention(nn.Module):
             self.rpe_q = nn.Parameter(torch.zeros(self.heads, SHAW_BUCKETS, dh))
             self.rpe_k = nn.Parameter(torch.zeros(self.heads, SHAW_BUCKETS, dh))
             self.rpe_v = nn.Parameter(torch.zeros(self.heads, SHAW_BUCKETS, dh))
+            self.rpe_bias = nn.Parameter(torch.zeros(self.heads, SHAW_BUCKETS))
         elif self.position == "smolgen":
             self.smolgen = Smolgen(cfg, d, self.heads)
 
@@ -235,13 +243,13 @@ class Attention(nn.Module):
         b, n, d = x.shape
         q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
         if self.position == "shaw":
-            tables = (self.rpe_q, self.rpe_k, self.rpe_v)
+            tables = (self.rpe_q, self.rpe_k, self.rpe_v, self.rpe_bias)
             if b <= BUCKET_FORM_MAX_BATCH:
                 z = attend_shaw_buckets(q, k, v, tables, bucket_index)
             else:
-                h, dh = self.heads, d // self.heads
+                h = self.heads
                 gathered = tuple(
-                    t.index_select(1, bucket_index).view(h, 64, 64, dh) for t in tables
+                    t.index_select(1, bucket_index).view(h, 64, 64, *t.shape[2:]) for t in tables
                 )
                 z = attend_shaw_gathered(q, k, v, gathered)
         elif self.position == "smolgen":
@@ -426,7 +434,8 @@ class Chessformer(nn.Module):
     @torch.no_grad()
     def reset_parameters(self) -> None:
         """cfzero's initialisation: Glorot-normal dense weights (DeepNorm gain beta on the
-        value and output projections and the FFN), zero biases and Shaw tables, unit gains."""
+        value and output projections and the FFN), zero biases and Shaw tables (the logit
+        bias included), unit gains."""
         beta = (8.0 * self.config["layers"]) ** -0.25
         deepnorm = ("attn.v", "attn.out", "ffn1", "ffn2")  # inside encoder layers
         for name, module in self.named_modules():
@@ -471,6 +480,18 @@ class Chessformer(nn.Module):
         }
 
 
+def may_be_missing(name: str) -> bool:
+    """Whether a net file may lack tensor `name`: the Shaw logit bias `encoder.<i>.attn.rpe_bias`,
+    added after nets were first saved."""
+    parts = name.split(".")
+    return (
+        len(parts) == 4
+        and parts[0] == "encoder"
+        and parts[1].isdigit()
+        and parts[2:] == ["attn", "rpe_bias"]
+    )
+
+
 def load_model(path: Path) -> Chessformer:
     """A model with the weights of a native export directory (`model.safetensors` and
     `config.json`) or of a cfzero `.safetensors` checkpoint (config in its metadata)."""
@@ -490,6 +511,11 @@ def load_model(path: Path) -> Chessformer:
         cfg = json.loads(metadata["cfzero.network_config"])
     model = Chessformer(cfg)
     expected = model.state_dict()
+    # Nets saved before the Shaw logit bias existed lack it: it loads as zero, its initial
+    # value (network/src/checkpoint.rs, `may_be_missing`).
+    for name in set(expected) - set(tensors):
+        if may_be_missing(name):
+            tensors[name] = torch.zeros_like(expected[name])
     missing = sorted(set(expected) - set(tensors))
     unknown = sorted(set(tensors) - set(expected))
     if missing or unknown:

@@ -101,11 +101,19 @@ def loss(
     return total, terms
 
 
+def decays(name: str, param: Tensor) -> bool:
+    """Whether weight decay applies to parameter `name`: the dense layers' weight matrices
+    (`w`, and the smolgen generator `smolgen_w`); not biases, norms, gates or Shaw tables
+    (network/src/optim/nadam.rs, `decays`)."""
+    return param.dim() == 2 and name.rsplit(".", 1)[-1] in ("w", "smolgen_w")
+
+
 class Learner:
     """cfzero's training step: forward, weighted loss, backward, global gradient-norm clip,
     NAdam (PyTorch's, the semantics cfzero's own NAdam copies: betas 0.9/0.98, eps 1e-7,
-    momentum decay 0.004, L2 weight decay), the step's policy accuracy and value MSE, and a
-    stochastic weight average of the weights every `swa_every` steps."""
+    momentum decay 0.004, decoupled weight decay on the weight matrices only), the step's policy
+    accuracy and value MSE, and a stochastic weight average of the weights every `swa_every`
+    steps."""
 
     def __init__(self, model: Chessformer, train: dict):
         self.model = model
@@ -115,13 +123,20 @@ class Learner:
         self.peak, self.warmup = lr["peak"], lr.get("warmup_steps", 0)
         self.decay_steps, self.decay_factor = lr.get("decay_steps", []), lr.get("decay_factor", 0.1)
         self.weights = {**DEFAULT_LOSS_WEIGHTS, **train.get("loss", {})}
+        named = list(model.named_parameters())
         self.opt = torch.optim.NAdam(
-            self.params,
+            [
+                {
+                    "params": [p for n, p in named if decays(n, p)],
+                    "weight_decay": train.get("weight_decay", 0.0),
+                },
+                {"params": [p for n, p in named if not decays(n, p)], "weight_decay": 0.0},
+            ],
             lr=self.peak,
             betas=(0.9, 0.98),
             eps=1e-7,
             momentum_decay=0.004,
-            weight_decay=train.get("weight_decay", 0.0),
+            decoupled_weight_decay=True,
         )
         self.swa_every, self.swa_max = train.get("swa_every", 10), max(1, train.get("swa_max", 10))
         self.swa: list[Tensor] | None = None

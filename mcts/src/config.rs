@@ -1,4 +1,4 @@
-//! [`SearchConfig`]: every constant of the search, with the defaults of DESIGN.md §4.
+//! [`SearchConfig`]: every constant of the search, with the defaults of docs/METHODS.md §3.
 //!
 //! Seeds are not part of the config: callers pass the random number generator.
 
@@ -21,7 +21,7 @@ pub enum SearchMode {
 #[serde(rename_all = "snake_case")]
 pub enum QNormalization {
     /// Rescale by the minimum and maximum of the completed Q values at that node
-    /// (mctx's default and DESIGN §4's); all equal values map to 0. The improved policy then
+    /// (mctx's default, docs/METHODS.md §3); all equal values map to 0. The improved policy then
     /// moves well away from the prior even while values are close: measured on the tiny
     /// preset's first generation, the self-play policy targets had an entropy of 2.31 nats
     /// (most likely move 0.26) against 3.04 (0.13) with `Fixed`, over 28 legal moves on

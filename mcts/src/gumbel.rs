@@ -1,5 +1,5 @@
 //! The Gumbel root: noise drawn once per search, the top-m considered actions, sequential
-//! halving over the budget, the final move rule and the improved policy pi' (DESIGN.md §4).
+//! halving over the budget, the final move rule and the improved policy pi' (docs/METHODS.md §3).
 //!
 //! Each action's score is `g(a) + logit(a) + sigma(completedQ(a))`. Survivors of a phase are
 //! visited round-robin, best first; at the end of a phase the best half (by score) survives.
@@ -73,6 +73,19 @@ impl GumbelRoot {
         self.survivors.clear();
         self.survivors.extend(0..legal);
         sort_by_score(&mut self.survivors, &self.scores);
+        // A move proven to win when the root was expanded (a mate in one) is always
+        // considered: left out, it would get no visit, and the improved policy, the target
+        // the net learns from, would miss the mate. It takes the last considered place.
+        let winning = |&i: &u32| {
+            tree.edge_proof(first + i as usize)
+                .is_some_and(|p| p.outcome == crate::game::Terminal::Loss)
+        };
+        if let Some(pos) = self.survivors.iter().position(winning)
+            && pos >= m as usize
+        {
+            let mate = self.survivors.remove(pos);
+            self.survivors.insert(m as usize - 1, mate);
+        }
         self.survivors.truncate(m as usize);
         self.budget = budget;
         self.phases = phase_count(m);

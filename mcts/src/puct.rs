@@ -34,7 +34,7 @@ pub fn select_child<M: Copy>(tree: &Tree<M>, node: NodeId, config: &SearchConfig
     // With no visits yet the exploration term would vanish; max(1) lets the priors decide.
     let explore = config.cpuct * (total.max(1) as f32).sqrt();
     let score = |edge: &Edge<M>| match tree.child_of(edge) {
-        Some(c) if c.visits > 0 => -c.mean() + explore * edge.prior / (1.0 + c.visits as f32),
+        Some(c) if c.visits > 0 => -c.value() + explore * edge.prior / (1.0 + c.visits as f32),
         _ => fpu + explore * edge.prior,
     };
     let best = solver::select(tree, node, edges, any_proven && config.solver, |_, edge| {

@@ -21,7 +21,7 @@ pub fn v_mix<M: Copy>(tree: &Tree<M>, node: NodeId) -> f32 {
         if let Some(child) = tree.child(e).filter(|c| c.visits > 0) {
             visits += u64::from(child.visits);
             let p = f64::from(tree.edges[e].prior);
-            weighted += p * -f64::from(child.mean());
+            weighted += p * -f64::from(child.value());
             weight += p;
         }
     }

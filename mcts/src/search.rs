@@ -95,8 +95,17 @@ pub struct SearchResult<M> {
     pub network_wdl: [f32; 3],
     /// Q of the chosen move for the side to move (its completed Q if never visited).
     pub best_q: f32,
-    /// Completed Q of every root move for the side to move (v_mix where never visited).
+    /// Completed Q of every root move for the side to move (v_mix where never visited;
+    /// the exact value of a proven move, visited or not).
     pub q: Vec<f32>,
+    /// The value of best play as the search sees it: `sum(policy * q)`, the improved
+    /// policy's expectation of the completed Q (exact once the root is proven). Unlike
+    /// [`SearchResult::value`], the root's mean, it is not dragged towards the value of the
+    /// semi-random moves that sequential halving visits once each.
+    pub policy_q: f32,
+    /// The proven outcome of each root move for the side to move (`Win`: the move wins),
+    /// `None` where unproven (always with the solver off).
+    pub move_outcomes: Vec<Option<Terminal>>,
     /// Simulations run (the root's own evaluation not counted).
     pub simulations: u32,
     /// Nodes in the tree.
@@ -414,20 +423,21 @@ impl<G: Game> Search<G> {
         // still back up inexact values from moves that the proof does not follow.
         let (q, d) = match root.proof {
             Some(proof) => (proof.value(), proof.draw()),
-            None => (root.mean(), root.draw()),
+            None => (root.value(), root.draw()),
         };
         let wdl = [
             ((1.0 + q - d) / 2.0).clamp(0.0, 1.0),
             d,
             ((1.0 - q - d) / 2.0).clamp(0.0, 1.0),
         ];
+        let completed_q = range_q(&self.tree, range.clone(), v_mix(&self.tree, ROOT));
         SearchResult {
             best_move: self.tree.edges[best].mv,
             moves: self.tree.edges[range.clone()]
                 .iter()
                 .map(|e| e.mv)
                 .collect(),
-            visits: range.map(|e| self.tree.edge_visits(e)).collect(),
+            visits: range.clone().map(|e| self.tree.edge_visits(e)).collect(),
             policy: self.policy.clone(),
             value: q,
             wdl,
@@ -438,10 +448,28 @@ impl<G: Game> Search<G> {
                 .tree
                 .edge_q(best)
                 .unwrap_or_else(|| v_mix(&self.tree, ROOT)),
-            q: {
-                let unvisited = v_mix(&self.tree, ROOT);
-                range_q(&self.tree, root.edge_range(), unvisited)
+            q: completed_q.clone(),
+            policy_q: match root.proof {
+                Some(proof) => proof.value(),
+                None => {
+                    let sum: f32 = self
+                        .policy
+                        .iter()
+                        .zip(&completed_q)
+                        .map(|(p, q)| p * q)
+                        .sum();
+                    sum.clamp(-1.0, 1.0)
+                }
             },
+            move_outcomes: range
+                .clone()
+                .map(|e| {
+                    self.tree
+                        .edge_proof(e)
+                        .filter(|_| self.config.solver)
+                        .map(|p| p.outcome.flip())
+                })
+                .collect(),
             simulations: self.simulations,
             nodes: self.tree.nodes.len(),
         }

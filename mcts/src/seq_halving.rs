@@ -1,4 +1,4 @@
-//! The sequential halving schedule of the Gumbel root search (DESIGN.md §4).
+//! The sequential halving schedule of the Gumbel root search (docs/METHODS.md §3).
 //!
 //! With `m` considered actions and a budget of `n` simulations there are
 //! `ceil(log2 m)` phases. In each phase every surviving action gets

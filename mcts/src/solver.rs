@@ -102,8 +102,8 @@ impl MoveClass {
     }
 
     /// The class that selection at `node` ranks by. Below the root a proven draw ranks
-    /// under every unproven move: its value is known (and its parent's backups are floored
-    /// at it, [`Node::draw_secured`](crate::tree::Node::draw_secured)), so a visit there
+    /// under every unproven move: its value is known (and its parent's value is raised to
+    /// it, [`Node::draw_secured`](crate::tree::Node::draw_secured)), so a visit there
     /// teaches nothing, and if it kept the visits that its exact Q of 0 earns, the other
     /// moves would starve and the node could never be proven (measured: the empty
     /// tic-tac-toe board is proven a draw with 100k PUCT simulations this way, never

@@ -50,8 +50,11 @@ pub struct Node {
     /// The exact value, once proven (for the side to move at this node). It fits in the
     /// padding after `kind`, so a node stays 40 bytes.
     pub proof: Option<Proof>,
-    /// Some move here is a proven draw, so the side to move can do no worse than 0: values
-    /// backed up through this node are raised to at least a sure draw (see [`Tree::backup`]).
+    /// Some move here is a proven draw, so the side to move can do no worse than 0: its
+    /// value as seen from its parent ([`Node::value`]) is its mean raised to 0. The sums
+    /// themselves stay plain averages of what was backed up, so that ancestors' means are
+    /// not biased upwards (flooring each backup would average `max(v, 0)`, which exceeds
+    /// `max(E[v], 0)`).
     pub draw_secured: bool,
 }
 
@@ -77,6 +80,17 @@ impl Node {
             0.0
         } else {
             (self.value_sum / f64::from(self.visits)) as f32
+        }
+    }
+
+    /// The node's value for its side to move, as its parent's Q and the search result use
+    /// it: the exact value once proven; else the mean, raised to 0 when a proven draw is in
+    /// hand ([`Node::draw_secured`]), since the mover can always take the draw.
+    pub fn value(&self) -> f32 {
+        match self.proof {
+            Some(proof) => proof.value(),
+            None if self.draw_secured => self.mean().max(0.0),
+            None => self.mean(),
         }
     }
 
@@ -176,20 +190,14 @@ impl<M: Copy> Tree<M> {
     }
 
     /// Backs up `value` and `draw` (both for the side to move at the last node of `path`)
-    /// through `path`, negating the value at each ply up (negamax).
-    ///
-    /// A node whose side to move has a proven draw in hand ([`Node::draw_secured`]) takes a
-    /// worse value as a sure draw (value 0, draw 1), and passes that on: the mover would
-    /// take the draw rather than the line this simulation explored.
+    /// through `path`, negating the value at each ply up (negamax). Values are backed up
+    /// as they are: proofs and secured draws act where a node's value is read
+    /// ([`Node::value`]), not on the sums.
     pub fn backup(&mut self, path: &[NodeId], value: f32, draw: f32) {
         let mut v = f64::from(value);
-        let mut d = f64::from(draw);
+        let d = f64::from(draw);
         for &id in path.iter().rev() {
             let n = &mut self.nodes[id as usize];
-            if n.draw_secured && v < 0.0 {
-                v = 0.0;
-                d = 1.0;
-            }
             n.visits += 1;
             n.value_sum += v;
             n.draw_sum += d;
@@ -217,10 +225,13 @@ impl<M: Copy> Tree<M> {
         self.child(edge).map_or(0, |c| c.visits)
     }
 
-    /// Q of `edge` for the side to move at its parent, if visited: the negated mean of the
-    /// child, which is exact once the child is proven.
+    /// Q of `edge` for the side to move at its parent: the negated [`Node::value`] of the
+    /// child if visited, and the exact value of a proven child even before its first
+    /// visit (a mate found when the child was created is known without a visit).
     pub fn edge_q(&self, edge: usize) -> Option<f32> {
-        self.child(edge).filter(|c| c.visits > 0).map(|c| -c.mean())
+        self.child(edge)
+            .filter(|c| c.visits > 0 || c.proof.is_some())
+            .map(|c| -c.value())
     }
 
     /// Bytes the arena has allocated: node and edge capacity times their sizes.

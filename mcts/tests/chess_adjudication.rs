@@ -106,8 +106,12 @@ fn reaching_max_plies_is_a_draw() {
     assert_ends(&state, None);
     state.play_uci("b8c6").unwrap();
     assert_eq!(state.ply(), 4);
-    assert_ends(&state, Some(TerminalReason::MaxPlies));
+    assert_eq!(state.terminal_reason(), Some(TerminalReason::MaxPlies));
     assert_eq!(TerminalReason::MaxPlies.result(), Terminal::Draw);
+    // The search sees no end: the cap adjudicates the game, the position goes on.
+    let mut legal = Vec::new();
+    state.legal_moves(&mut legal);
+    assert_eq!(state.terminal(&legal), None);
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! and the trainer's optimizer state in a second safetensors file. Files are written to a
 //! temporary name and renamed, so a crash never leaves a half-written checkpoint; loading
 //! validates every name and shape before copying anything, so a bad file never half-loads.
+//! A net file must hold every tensor of its net, except the few added to the model since (see
+//! [`may_be_missing`]), which load as zeros.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,7 @@ use tch::{Device, Kind, Tensor};
 
 use crate::config::NetworkConfig;
 use crate::model::Net;
+use crate::model::attention::SHAW_BIAS;
 use crate::optim::NAdam;
 
 /// Metadata key holding the network config JSON.
@@ -173,14 +176,31 @@ fn read(path: &Path, format: &str) -> Result<Parsed, CheckpointError> {
     parse(path, &bytes, format)
 }
 
-/// Checks that `parsed` has exactly the names and shapes of `targets`, then copies all of them.
+/// Whether a net file may lack tensor `name`: a tensor added to the model after files were
+/// first written, whose initial value is zero and leaves the net's function unchanged (so an
+/// older file loads as the same net). Only the Shaw bias tables `encoder.<i>.attn.rpe_bias`.
+pub fn may_be_missing(name: &str) -> bool {
+    let parts: Vec<&str> = name.split('.').collect();
+    matches!(
+        parts.as_slice(),
+        ["encoder", i, "attn", t]
+            if !i.is_empty() && i.bytes().all(|c| c.is_ascii_digit()) && *t == SHAW_BIAS
+    )
+}
+
+/// Checks that `parsed` has exactly the names and shapes of `targets` (except that names for
+/// which `optional` holds may be missing), then copies all of them, setting missing ones to zero.
 fn copy_checked(
     path: &Path,
     parsed: &Parsed,
     targets: &[(String, Tensor)],
+    optional: impl Fn(&str) -> bool,
 ) -> Result<(), CheckpointError> {
     for (name, t) in targets {
         let Some((shape, _)) = parsed.tensors.get(name) else {
+            if optional(name) {
+                continue;
+            }
             return Err(mismatch(path, format!("tensor `{name}` is missing")));
         };
         if *shape != t.size() {
@@ -193,25 +213,32 @@ fn copy_checked(
             ));
         }
     }
-    if parsed.tensors.len() != targets.len() {
-        let known: std::collections::HashSet<&str> =
-            targets.iter().map(|(n, _)| n.as_str()).collect();
-        let extra: Vec<&str> = parsed
-            .tensors
-            .keys()
-            .map(String::as_str)
-            .filter(|n| !known.contains(n))
-            .collect();
+    let known: std::collections::HashSet<&str> = targets.iter().map(|(n, _)| n.as_str()).collect();
+    let mut extra: Vec<&str> = parsed
+        .tensors
+        .keys()
+        .map(String::as_str)
+        .filter(|n| !known.contains(n))
+        .collect();
+    if !extra.is_empty() {
+        extra.sort_unstable();
         return Err(mismatch(path, format!("unexpected tensors {extra:?}")));
     }
     tch::no_grad(|| {
         for (name, t) in targets {
-            let (shape, values) = &parsed.tensors[name];
-            let src = Tensor::from_slice(values)
-                .view(shape.as_slice())
-                .to_device(t.device())
-                .to_kind(t.kind());
-            t.shallow_clone().copy_(&src);
+            match parsed.tensors.get(name) {
+                Some((shape, values)) => {
+                    let src = Tensor::from_slice(values)
+                        .view(shape.as_slice())
+                        .to_device(t.device())
+                        .to_kind(t.kind());
+                    t.shallow_clone().copy_(&src);
+                }
+                // Checked above: an optional tensor, which the file predates.
+                None => {
+                    let _ = t.shallow_clone().zero_();
+                }
+            }
         }
     });
     Ok(())
@@ -254,7 +281,7 @@ pub fn load_net(path: &Path, device: Device) -> Result<Net, CheckpointError> {
     let parsed = read(path, NET_FORMAT)?;
     let config = config_of(path, &parsed)?;
     let net = Net::new(&config, device).map_err(|e| corrupt(path, e))?;
-    copy_checked(path, &parsed, &sorted_vars(&net))?;
+    copy_checked(path, &parsed, &sorted_vars(&net), may_be_missing)?;
     Ok(net)
 }
 
@@ -272,7 +299,7 @@ pub fn load_weights_into(net: &mut Net, path: &Path) -> Result<(), CheckpointErr
             ),
         ));
     }
-    copy_checked(path, &parsed, &sorted_vars(net))
+    copy_checked(path, &parsed, &sorted_vars(net), may_be_missing)
 }
 
 /// Saves the optimizer's moments and step, plus the caller's `extra` JSON (e.g. the training
@@ -315,7 +342,7 @@ pub fn load_optimizer(opt: &mut NAdam, path: &Path) -> Result<String, Checkpoint
         targets.push((format!("m.{i:05}"), m.shallow_clone()));
         targets.push((format!("v.{i:05}"), v.shallow_clone()));
     }
-    copy_checked(path, &parsed, &targets)?;
+    copy_checked(path, &parsed, &targets, |_| false)?;
     opt.step = step;
     opt.mu_product = mu_product;
     Ok(parsed

@@ -17,7 +17,8 @@ pub enum Norm {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PositionEncoding {
-    /// Shaw relative-position tables over the 15x15 square displacements.
+    /// Shaw relative-position tables over the 15x15 square displacements: query-, key- and
+    /// value-side vectors and a logit bias per head and displacement.
     #[default]
     Shaw,
     /// Lc0's smolgen: a learned, position-dependent attention bias.
@@ -161,8 +162,8 @@ impl Default for HeadsConfig {
     }
 }
 
-/// Weight of each loss term (DESIGN §3 defaults). Not part of [`NetworkConfig`] (it does not
-/// change the architecture): the trainer's config holds it.
+/// Weight of each loss term (defaults: docs/METHODS.md §2). Not part of [`NetworkConfig`] (it
+/// does not change the architecture): the trainer's config holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LossWeights {

@@ -54,7 +54,8 @@ pub fn parameter_count(cfg: &NetworkConfig) -> u64 {
         + 2 * norm;
     let mut global = 0;
     match cfg.attention.position {
-        PositionEncoding::Shaw => layer += 3 * crate::model::shaw::BUCKETS as u64 * d,
+        // Three [H, 225, d_head] tables and the [H, 225] logit bias.
+        PositionEncoding::Shaw => layer += crate::model::shaw::BUCKETS as u64 * (3 * d + h),
         PositionEncoding::Smolgen => {
             let a = &cfg.attention;
             let (c, hid, g) = (

@@ -1,4 +1,4 @@
-//! Training targets and the weighted loss over all heads (DESIGN §3).
+//! Training targets and the weighted loss over all heads (docs/METHODS.md §2, §6).
 
 use tch::{Kind, Reduction, Tensor};
 

@@ -26,10 +26,11 @@ fn both_fast_shaw_forms_equal_the_slow_reference() {
     tch::manual_seed(7);
     let (h, dh) = (3, 5);
     let opts = (Kind::Float, Device::Cpu);
-    let tables: Vec<Tensor> = (0..3)
+    let mut tables: Vec<Tensor> = (0..3)
         .map(|_| Tensor::randn([h, shaw::BUCKETS as i64, dh], opts))
         .collect();
-    let t = (&tables[0], &tables[1], &tables[2]);
+    tables.push(Tensor::randn([h, shaw::BUCKETS as i64], opts));
+    let t = (&tables[0], &tables[1], &tables[2], &tables[3]);
     let idx = bucket_index(Device::Cpu);
     let g: Vec<Tensor> = tables.iter().map(|t| gather(t, &idx)).collect();
     // One batch each side of the switch between the two forms.
@@ -41,7 +42,7 @@ fn both_fast_shaw_forms_equal_the_slow_reference() {
         let forms = [
             (
                 "gathered",
-                attend_shaw_gathered(&q, &k, &v, (&g[0], &g[1], &g[2])),
+                attend_shaw_gathered(&q, &k, &v, (&g[0], &g[1], &g[2], &g[3])),
             ),
             ("buckets", attend_shaw_buckets(&q, &k, &v, t, &idx)),
             (
@@ -103,11 +104,11 @@ fn with_a_fixed_form_a_position_evaluates_the_same_in_any_batch() {
 }
 
 /// The Shaw tables of the first layer of `net`.
-fn shaw_tables(net: &Net) -> (&Tensor, &Tensor, &Tensor) {
-    let PositionTerm::Shaw { rq, rk, rv } = &net.model.layers[0].attn.position else {
+fn shaw_tables(net: &Net) -> (&Tensor, &Tensor, &Tensor, &Tensor) {
+    let PositionTerm::Shaw { rq, rk, rv, rb } = &net.model.layers[0].attn.position else {
         panic!("micro uses Shaw")
     };
-    (rq, rk, rv)
+    (rq, rk, rv, rb)
 }
 
 /// A micro net, seeded with `seed`, whose first layer's Shaw tables (zero at first) are random.
@@ -115,8 +116,8 @@ fn micro_with_random_shaw(seed: i64) -> Net {
     tch::manual_seed(seed);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     tch::no_grad(|| {
-        let (rq, rk, rv) = shaw_tables(&net);
-        for t in [rq, rk, rv] {
+        let (rq, rk, rv, rb) = shaw_tables(&net);
+        for t in [rq, rk, rv, rb] {
             t.shallow_clone()
                 .copy_(&(Tensor::randn(t.size(), (Kind::Float, Device::Cpu)) * 0.5));
         }
@@ -128,7 +129,7 @@ fn micro_with_random_shaw(seed: i64) -> Net {
 fn a_layer_of_the_model_uses_its_shaw_tables_like_the_reference() {
     let net = micro_with_random_shaw(3);
     let attn = &net.model.layers[0].attn;
-    let (rq, rk, rv) = shaw_tables(&net);
+    let tables = shaw_tables(&net);
     tch::no_grad(|| {
         let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
         let (q, k, v) = attn.qkv(&x);
@@ -136,11 +137,11 @@ fn a_layer_of_the_model_uses_its_shaw_tables_like_the_reference() {
             &q,
             &k,
             &v,
-            (rq, rk, rv),
+            tables,
             &bucket_index(Device::Cpu),
             ShawForm::BySize,
         );
-        let slow = attend_reference(&q, &k, &v, (rq, rk, rv));
+        let slow = attend_reference(&q, &k, &v, tables);
         assert!((fast - slow).abs().max().double_value(&[]) < 1e-5);
     });
 }
@@ -214,7 +215,8 @@ fn illegal_moves_never_get_probability() {
 fn attention_probabilities_reproduce_the_shaw_layer() {
     let net = micro_with_random_shaw(9);
     let attn = &net.model.layers[0].attn;
-    let (rq, rk, rv) = shaw_tables(&net);
+    let tables = shaw_tables(&net);
+    let rv = tables.2;
     tch::no_grad(|| {
         let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
         let idx = bucket_index(Device::Cpu);
@@ -229,7 +231,7 @@ fn attention_probabilities_reproduce_the_shaw_layer() {
         assert!((sums - 1.0).abs().max().double_value(&[]) < 1e-5);
         // The layer's attention output is p v plus the Shaw value term sum_j p_ij rv_ij.
         let (q, k, v) = attn.qkv(&x);
-        let fused = attend_shaw(&q, &k, &v, (rq, rk, rv), &idx, ShawForm::Gathered);
+        let fused = attend_shaw(&q, &k, &v, tables, &idx, ShawForm::Gathered);
         let g = gather(rv, &idx);
         let by_hand = p.matmul(&v)
             + (p.unsqueeze(-1) * g.unsqueeze(0)).sum_dim_intlist(

@@ -1,4 +1,4 @@
-//! The 112 input planes (DESIGN.md §2): bit for bit Lc0's on its interop vectors, plus
+//! The 112 input planes (docs/METHODS.md §1): bit for bit Lc0's on its interop vectors, plus
 //! hand-checked positions and the colour-mirror property.
 
 use std::path::PathBuf;

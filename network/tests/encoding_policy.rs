@@ -1,4 +1,4 @@
-//! The 1858-entry policy index (DESIGN.md §2): its published hash, the round trip of every
+//! The 1858-entry policy index (docs/METHODS.md §1): its published hash, the round trip of every
 //! legal move of thousands of positions, Lc0's own indices, and the attention gather map.
 
 use std::collections::{HashMap, HashSet};
@@ -14,7 +14,7 @@ use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, CastlingSide, Chess, Color, Move, Position, PositionError, Role};
 
-/// SHA-256 of the 1858 UCI strings joined by newlines with a trailing newline (DESIGN.md §2).
+/// SHA-256 of the 1858 UCI strings joined by newlines with a trailing newline (docs/METHODS.md §1).
 const MOVES_SHA256: &str = "eb2483cf8f53bb000dd6ca437c4ecd383b391bb5fee468b6c30f7f167fb591c5";
 
 fn data(path: &str) -> PathBuf {

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use cfzero_mcts::Terminal;
 use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_mcts::search::{SearchError, SearchResult};
 use cfzero_mcts::{Driver, Evaluator, SearchConfig};
@@ -11,6 +12,7 @@ use shakmaty::{Color, Move};
 
 use crate::config::SelfplayConfig;
 use crate::record::{GameRecord, PositionRecord, quantize_probability};
+use crate::resign::{ResignSample, ResignTracker};
 use crate::result::{GameResult, Termination};
 use crate::targets::{SHORT_TERM_THETA, short_term_targets};
 
@@ -40,6 +42,9 @@ pub struct FinishedGame {
     /// For a game that played on past a resignation: whether that resignation would have
     /// been wrong (the resigning side did not lose). `None` if no one would have resigned.
     pub resign_false_positive: Option<bool>,
+    /// For a playthrough game (one that never resigns), each side's resign score and
+    /// whether it lost, for calibrating the threshold ([`crate::resign`]); empty otherwise.
+    pub resign_samples: Vec<ResignSample>,
 }
 
 /// Counters of an actor's work.
@@ -62,6 +67,7 @@ struct Slot {
     positions: Vec<PositionRecord>,
     playthrough: bool,
     would_resign: Option<Color>,
+    resign: ResignTracker,
 }
 
 /// Moves played by the actors that share it, with an optional limit: once the count reaches
@@ -131,7 +137,7 @@ pub fn play_games<E: Evaluator<ChessState>>(
     let slots = config.games_per_actor.max(1).min(games);
     playing.resize_with(slots, || None);
     let mut started = 0usize;
-    let mut root_qs = Vec::new();
+    let mut values = Vec::new();
     let mut st = Vec::new();
 
     driver.run_streaming(slots, evaluator, &mut rng, |i, result, rng| {
@@ -149,7 +155,7 @@ pub fn play_games<E: Evaluator<ChessState>>(
                     result,
                     termination,
                     id.generation,
-                    &mut root_qs,
+                    &mut values,
                     &mut st,
                 );
                 stats.games += 1;
@@ -207,6 +213,7 @@ fn new_game(
         positions: Vec::with_capacity(128),
         playthrough,
         would_resign: None,
+        resign: ResignTracker::new(config.resign_consecutive),
     };
     Ok((state, slot))
 }
@@ -221,13 +228,17 @@ fn step_game(
     full: bool,
     rng: &mut impl Rng,
 ) -> Option<(GameResult, Termination)> {
-    let played = if state.ply() < config.temperature_plies {
-        sample_move(&res.policy, config.temperature, rng)
+    let best = res
+        .moves
+        .iter()
+        .position(|&m| m == res.best_move)
+        .expect("the best move is a root move");
+    // A proven win is played, not sampled: the search knows the shortest one.
+    let proven_win = res.proven.is_some_and(|p| p.outcome == Terminal::Win);
+    let played = if state.ply() < config.temperature_plies && !proven_win {
+        sample_move(&res.policy, &res.move_outcomes, config.temperature, rng)
     } else {
-        res.moves
-            .iter()
-            .position(|&m| m == res.best_move)
-            .expect("the best move is a root move")
+        best
     };
     let mv = res.moves[played];
     let played_q = res.q.get(played).copied().unwrap_or(res.value);
@@ -246,18 +257,23 @@ fn step_game(
         root_d: res.wdl[1],
         best_q: res.best_q,
         played_q,
+        policy_q: res.policy_q,
         st: 0.0,
     });
 
     let mover = state.turn();
-    if let Some(threshold) = config.resign_threshold
-        && res.value < threshold
-    {
-        if !slot.playthrough {
-            state.play_move(mv);
-            return Some((GameResult::win_for(!mover), Termination::Resignation));
+    if full {
+        slot.resign.observe(mover, res.best_q);
+    }
+    if let Some(threshold) = config.resign_threshold {
+        let proven_loss = res.proven.is_some_and(|p| p.outcome == Terminal::Loss);
+        if proven_loss || slot.resign.wants_to_resign(mover, threshold) {
+            if !slot.playthrough {
+                state.play_move(mv);
+                return Some((GameResult::win_for(!mover), Termination::Resignation));
+            }
+            slot.would_resign.get_or_insert(mover);
         }
-        slot.would_resign.get_or_insert(mover);
     }
     state.play_move(mv);
     state.terminal_reason().map(|reason| {
@@ -268,51 +284,74 @@ fn step_game(
     })
 }
 
-/// Index of a move drawn from `policy` at `temperature` (0 = the most likely one).
-fn sample_move(policy: &[f32], temperature: f32, rng: &mut impl Rng) -> usize {
+/// Index of a move drawn from `policy` at `temperature` (0 = the most likely one). Moves
+/// proven to lose (`outcomes`, for the side to move) are never drawn while another move is
+/// not one: exploration has nothing to learn from a known blunder.
+fn sample_move(
+    policy: &[f32],
+    outcomes: &[Option<Terminal>],
+    temperature: f32,
+    rng: &mut impl Rng,
+) -> usize {
+    let losing = |i: usize| outcomes.get(i) == Some(&Some(Terminal::Loss));
+    let avoid = (0..policy.len()).any(|i| !losing(i));
+    let allowed = |i: usize| !(avoid && losing(i));
     let argmax = || {
         (0..policy.len())
+            .filter(|&i| allowed(i))
             .max_by(|&a, &b| policy[a].total_cmp(&policy[b]))
             .expect("a root has legal moves")
     };
     if temperature <= 0.0 {
         return argmax();
     }
-    let weight = |p: f32| {
-        if temperature == 1.0 {
-            p
+    let weight = |i: usize| {
+        let p = policy[i];
+        if !allowed(i) {
+            0.0
+        } else if temperature == 1.0 {
+            p.max(0.0)
         } else {
             p.max(0.0).powf(1.0 / temperature)
         }
     };
-    let total: f32 = policy.iter().map(|&p| weight(p)).sum();
+    let total: f32 = (0..policy.len()).map(weight).sum();
     if total.is_nan() || total <= 0.0 {
         return argmax();
     }
     let mut x = rng.random::<f32>() * total;
-    for (i, &p) in policy.iter().enumerate() {
-        x -= weight(p);
-        if x < 0.0 {
-            return i;
+    let mut last = 0;
+    for i in 0..policy.len() {
+        let w = weight(i);
+        if w > 0.0 {
+            last = i;
+            x -= w;
+            if x < 0.0 {
+                return i;
+            }
         }
     }
-    policy.len() - 1
+    // Rounding can leave x at or just above 0: the last move with weight takes it.
+    last
 }
 
 /// Fills in the targets that need the end of the game and builds the record.
+///
+/// The short-term targets are built from the value of best play ([`PositionRecord::best_q`]),
+/// not the root's mean: that is the value the position has if the game goes on well.
 fn finish(
     mut slot: Slot,
     final_state: &ChessState,
     result: GameResult,
     termination: Termination,
     generation: u32,
-    root_qs: &mut Vec<f32>,
+    values: &mut Vec<f32>,
     st: &mut Vec<f32>,
 ) -> FinishedGame {
-    root_qs.clear();
-    root_qs.extend(slot.positions.iter().map(|p| p.root_q));
+    values.clear();
+    values.extend(slot.positions.iter().map(|p| p.best_q));
     short_term_targets(
-        root_qs,
+        values,
         result.value_for(final_state.turn()),
         SHORT_TERM_THETA,
         st,
@@ -321,6 +360,18 @@ fn finish(
         p.st = v;
     }
     let resign_false_positive = slot.would_resign.map(|side| result.value_for(side) >= 0.0);
+    let resign_samples = if slot.playthrough {
+        [Color::White, Color::Black]
+            .into_iter()
+            .filter(|&c| slot.resign.score(c).is_finite())
+            .map(|c| ResignSample {
+                score: slot.resign.score(c),
+                lost: result.value_for(c) < 0.0,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     FinishedGame {
         record: GameRecord {
             start_fen: slot.start_fen,
@@ -330,5 +381,32 @@ fn finish(
             positions: slot.positions,
         },
         resign_false_positive,
+        resign_samples,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn sampling_never_draws_a_proven_loss_while_another_move_is_open() {
+        let policy = [0.9, 0.06, 0.04];
+        let outcomes = [Some(Terminal::Loss), None, Some(Terminal::Draw)];
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..500 {
+            assert_ne!(sample_move(&policy, &outcomes, 1.0, &mut rng), 0);
+        }
+        assert_eq!(sample_move(&policy, &outcomes, 0.0, &mut rng), 1);
+        // When every move loses, one of them is still played.
+        let all = [Some(Terminal::Loss); 3];
+        assert_eq!(sample_move(&policy, &all, 0.0, &mut rng), 0);
+        // Without proofs the policy's favourite is drawn most.
+        let zeros = [None; 3];
+        let firsts = (0..500)
+            .filter(|_| sample_move(&policy, &zeros, 1.0, &mut rng) == 0)
+            .count();
+        assert!(firsts > 400, "{firsts}");
     }
 }

@@ -5,6 +5,8 @@
 //! twice, A with white and then with black, and the two games form a pair for the
 //! statistics of [`crate::elo`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
 use cfzero_mcts::search::SearchError;
 use cfzero_mcts::{Driver, Evaluator, Game, SearchConfig};
@@ -12,6 +14,7 @@ use rand::Rng;
 use shakmaty::{Color, Move};
 
 use crate::elo::ScoreSample;
+pub use crate::greedy::GreedyPlayer;
 use crate::result::{GameResult, Termination};
 use crate::uci_client::UciClientError;
 
@@ -24,6 +27,9 @@ pub enum ArenaError {
     /// An external engine failed.
     #[error(transparent)]
     Engine(#[from] UciClientError),
+    /// The match was called off before its end (see [`StoppablePlayer`]).
+    #[error("the match was stopped")]
+    Stopped,
     /// An opening is not a valid position.
     #[error("opening {fen:?}: {reason}")]
     BadOpening {
@@ -82,6 +88,39 @@ impl Player for RandomPlayer {
             out.push(self.legal[rng.random_range(0..self.legal.len())]);
         }
         Ok(())
+    }
+}
+
+/// Another player that gives up with [`ArenaError::Stopped`] once `stop` is set, so that a
+/// match ends within one move of a Ctrl-C or a deadline instead of playing its games out.
+pub struct StoppablePlayer<'p> {
+    inner: &'p mut dyn Player,
+    stop: &'p AtomicBool,
+}
+
+impl<'p> StoppablePlayer<'p> {
+    /// `inner`, stopped by `stop`.
+    pub fn new(inner: &'p mut dyn Player, stop: &'p AtomicBool) -> Self {
+        StoppablePlayer { inner, stop }
+    }
+}
+
+impl Player for StoppablePlayer<'_> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn pick(
+        &mut self,
+        states: &[ChessState],
+        lines: &[GameLine<'_>],
+        rng: &mut dyn rand::RngCore,
+        out: &mut Vec<Move>,
+    ) -> Result<(), ArenaError> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(ArenaError::Stopped);
+        }
+        self.inner.pick(states, lines, rng, out)
     }
 }
 

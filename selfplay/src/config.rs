@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-/// Self-play options (DESIGN.md §5).
+/// Self-play options (docs/METHODS.md §5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SelfplayConfig {
@@ -25,11 +25,19 @@ pub struct SelfplayConfig {
     pub temperature: f32,
     /// Opening book: a file of FEN/EPD lines; each game starts from a random one.
     pub openings: Option<PathBuf>,
-    /// Resign when the search value of the side to move is below this (e.g. -0.95);
-    /// `None` never resigns.
+    /// Resign when the value of the best move has been below this on
+    /// `resign_consecutive` full searches of the side's moves in a row (e.g. -0.95); `None`
+    /// never resigns. `cfzero train` starts from it and then calibrates it each generation
+    /// from the playthrough games (see [`crate::resign`]).
     pub resign_threshold: Option<f32>,
-    /// Share of games that play on past a resignation, to measure false positives.
+    /// Full searches in a row below the threshold before a side resigns.
+    pub resign_consecutive: u32,
+    /// Share of games that play on past a resignation, to measure false positives and
+    /// calibrate the threshold.
     pub resign_playthrough: f32,
+    /// The largest share of wrong resignations (the resigning side did not lose) that
+    /// calibration accepts.
+    pub resign_false_positive_target: f32,
     /// A game reaching this many plies is adjudicated a draw.
     pub max_plies: u32,
     /// Evaluation cache entries per actor.
@@ -48,7 +56,9 @@ impl Default for SelfplayConfig {
             temperature: 1.0,
             openings: None,
             resign_threshold: Some(-0.95),
+            resign_consecutive: 3,
             resign_playthrough: 0.1,
+            resign_false_positive_target: 0.05,
             max_plies: 450,
             cache_entries: 1 << 16,
         }

@@ -18,8 +18,11 @@ use crate::result::{GameResult, Termination};
 
 /// First bytes of every record file.
 pub const RECORD_MAGIC: [u8; 4] = *b"CFZG";
-/// Format version written by this code; readers refuse other versions.
-pub const RECORD_VERSION: u8 = 1;
+/// Format version written by this code. Version 2 added [`PositionRecord::policy_q`];
+/// version 1 files (runs started before it) are still read, with `policy_q = best_q`.
+pub const RECORD_VERSION: u8 = 2;
+/// The oldest version readers accept.
+pub const OLDEST_RECORD_VERSION: u8 = 1;
 /// File extension of record files.
 pub const RECORD_EXTENSION: &str = "cfzg";
 
@@ -63,10 +66,14 @@ pub struct PositionRecord {
     pub root_q: f32,
     /// Draw probability at the root, from the search.
     pub root_d: f32,
-    /// Search value of the most visited move (side to move).
+    /// Search value of the move the search chose (its final-move rule or a proof; side to
+    /// move): the value of best play, Lc0's `best_q`.
     pub best_q: f32,
     /// Search value of the played move (side to move).
     pub played_q: f32,
+    /// The improved policy's expectation of the completed Q (side to move), the value of
+    /// best play as the search sees it; [`PositionRecord::best_q`] in version 1 files.
+    pub policy_q: f32,
     /// Short-term value target (see [`crate::targets::short_term_targets`]).
     pub st: f32,
 }
@@ -134,7 +141,7 @@ fn encode_game(game: &GameRecord, out: &mut Vec<u8>) {
             out.extend_from_slice(&q16(v).to_le_bytes());
         }
         out.extend_from_slice(&u16p(p.root_d).to_le_bytes());
-        for v in [p.best_q, p.played_q, p.st] {
+        for v in [p.best_q, p.played_q, p.st, p.policy_q] {
             out.extend_from_slice(&q16(v).to_le_bytes());
         }
     }
@@ -194,7 +201,7 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, String> {
+fn decode_game(c: &mut Cursor<'_>, version: u8) -> Result<GameRecord, String> {
     let fen_len = usize::from(c.u16()?);
     let fen =
         std::str::from_utf8(c.take(fen_len)?).map_err(|_| "start FEN is not UTF-8".to_string())?;
@@ -220,6 +227,7 @@ fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, String> {
         let best_q = dq16(c.i16()?);
         let played_q = dq16(c.i16()?);
         let st = dq16(c.i16()?);
+        let policy_q = if version >= 2 { dq16(c.i16()?) } else { best_q };
         positions.push(PositionRecord {
             played,
             policy,
@@ -228,6 +236,7 @@ fn decode_game(c: &mut Cursor<'_>) -> Result<GameRecord, String> {
             root_d,
             best_q,
             played_q,
+            policy_q,
             st,
         });
     }
@@ -255,10 +264,10 @@ pub fn decode_records(bytes: &[u8], path: &Path) -> Result<Vec<GameRecord>, Reco
     if bytes[..4] != RECORD_MAGIC {
         return Err(corrupt("bad magic".into()));
     }
-    if bytes[4] != RECORD_VERSION {
+    let version = bytes[4];
+    if !(OLDEST_RECORD_VERSION..=RECORD_VERSION).contains(&version) {
         return Err(corrupt(format!(
-            "version {} (this build reads {RECORD_VERSION})",
-            bytes[4]
+            "version {version} (this build reads {OLDEST_RECORD_VERSION} to {RECORD_VERSION})"
         )));
     }
     let word = |i: usize| {
@@ -294,7 +303,7 @@ pub fn decode_records(bytes: &[u8], path: &Path) -> Result<Vec<GameRecord>, Reco
     };
     let mut out = Vec::with_capacity(games.min(payload_len));
     for i in 0..games {
-        out.push(decode_game(&mut c).map_err(|e| corrupt(format!("game {i}: {e}")))?);
+        out.push(decode_game(&mut c, version).map_err(|e| corrupt(format!("game {i}: {e}")))?);
     }
     if c.at != payload.len() {
         return Err(corrupt(format!("{} trailing bytes", payload.len() - c.at)));

@@ -27,6 +27,20 @@ pub struct WindowConfig {
     /// Scale of the growth (KataGo: 0.4).
     #[serde(default = "default_beta")]
     pub beta: f64,
+    /// Share of games held out of training, to measure how well the net generalises to
+    /// games it never saw (validation losses beside the training ones show overfitting).
+    #[serde(default = "default_validation_share")]
+    pub validation_share: f64,
+    /// The most trainable positions of held-out games kept (the newest).
+    #[serde(default = "default_validation_positions")]
+    pub validation_positions: usize,
+}
+
+fn default_validation_share() -> f64 {
+    0.05
+}
+fn default_validation_positions() -> usize {
+    20_000
 }
 
 fn default_alpha() -> f64 {
@@ -50,14 +64,59 @@ impl WindowConfig {
     }
 }
 
-/// Games in the window, oldest first, with the counts that make uniform sampling cheap.
-#[derive(Debug)]
-pub struct ReplayWindow {
-    config: WindowConfig,
+/// Games in a window, oldest first, with the counts that make uniform sampling cheap.
+#[derive(Debug, Default)]
+struct GameQueue {
     games: VecDeque<Arc<GameRecord>>,
     /// Trainable positions of each game in `games`, and their total.
     trainable: VecDeque<usize>,
-    in_window: usize,
+    positions: usize,
+}
+
+impl GameQueue {
+    /// Adds a game with `n` trainable positions, then drops the oldest games while the
+    /// others hold at least `limit` positions (one game always stays).
+    fn push(&mut self, game: Arc<GameRecord>, n: usize, limit: usize) {
+        self.positions += n;
+        self.games.push_back(game);
+        self.trainable.push_back(n);
+        while self.games.len() > 1 && self.positions - self.trainable[0] >= limit.max(1) {
+            self.positions -= self.trainable.pop_front().expect("non-empty");
+            self.games.pop_front();
+        }
+    }
+
+    /// A uniformly drawn trainable position: the game and the ply. `None` when empty.
+    fn sample(&self, rng: &mut impl Rng) -> Option<(Arc<GameRecord>, usize)> {
+        if self.positions == 0 {
+            return None;
+        }
+        let mut k = rng.random_range(0..self.positions);
+        for (game, &n) in self.games.iter().zip(&self.trainable) {
+            if k < n {
+                let ply = game
+                    .positions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.is_trainable())
+                    .nth(k)?
+                    .0;
+                return Some((game.clone(), ply));
+            }
+            k -= n;
+        }
+        None
+    }
+}
+
+/// The training games of the window and the held-out validation games.
+#[derive(Debug)]
+pub struct ReplayWindow {
+    config: WindowConfig,
+    train: GameQueue,
+    validation: GameQueue,
+    /// Games ever added (training and validation).
+    added: u64,
     seen: usize,
     loaded_files: HashSet<PathBuf>,
 }
@@ -76,27 +135,31 @@ impl ReplayWindow {
     pub fn new(config: WindowConfig) -> Self {
         ReplayWindow {
             config,
-            games: VecDeque::new(),
-            trainable: VecDeque::new(),
-            in_window: 0,
+            train: GameQueue::default(),
+            validation: GameQueue::default(),
+            added: 0,
             seen: 0,
             loaded_files: HashSet::new(),
         }
     }
 
-    /// Adds a game (newest) and drops the oldest games beyond the window's size.
+    /// Adds a game (newest) and drops the oldest games beyond the window's size. Every
+    /// `1 / validation_share`-th game (by the order of adding, which is the files' name
+    /// order, so a resumed run splits the same way) is held out for validation instead.
     pub fn add(&mut self, game: Arc<GameRecord>) {
         let n = game.positions.iter().filter(|p| p.is_trainable()).count();
-        self.seen += n;
-        self.in_window += n;
-        self.games.push_back(game);
-        self.trainable.push_back(n);
-        let limit = self.config.size_after(self.seen);
-        // Keep at least one game so there is always something to sample once anything was added.
-        while self.games.len() > 1 && self.in_window - self.trainable[0] >= limit.max(1) {
-            self.in_window -= self.trainable.pop_front().expect("non-empty");
-            self.games.pop_front();
+        let share = self.config.validation_share.clamp(0.0, 1.0);
+        let i = self.added as f64;
+        self.added += 1;
+        if ((i + 1.0) * share).floor() > (i * share).floor() {
+            let limit = self.config.validation_positions;
+            self.validation.push(game, n, limit);
+            return;
         }
+        self.seen += n;
+        let limit = self.config.size_after(self.seen);
+        // One game always stays, so there is something to sample once anything was added.
+        self.train.push(game, n, limit);
     }
 
     /// Reads record files under `dir` (recursively, in name order) that this window has
@@ -129,45 +192,41 @@ impl ReplayWindow {
         Ok((added, skipped))
     }
 
-    /// Trainable positions currently in the window.
+    /// Trainable positions currently in the window (held-out games not counted).
     pub fn positions(&self) -> usize {
-        self.in_window
+        self.train.positions
     }
 
-    /// Trainable positions ever added.
+    /// Trainable positions ever added for training.
     pub fn positions_seen(&self) -> usize {
         self.seen
     }
 
-    /// Games currently in the window.
+    /// Games currently in the window (held-out games not counted).
     pub fn games(&self) -> usize {
-        self.games.len()
+        self.train.games.len()
     }
 
-    /// A uniformly drawn trainable position: the game and the ply. `None` when empty.
+    /// Trainable positions of the held-out games kept for validation.
+    pub fn validation_positions(&self) -> usize {
+        self.validation.positions
+    }
+
+    /// A uniformly drawn trainable position of a held-out game. `None` when none is held.
+    pub fn sample_validation(&self, rng: &mut impl Rng) -> Option<(Arc<GameRecord>, usize)> {
+        self.validation.sample(rng)
+    }
+
+    /// A uniformly drawn trainable position of a training game: the game and the ply.
+    /// `None` when empty.
     pub fn sample(&self, rng: &mut impl Rng) -> Option<(Arc<GameRecord>, usize)> {
-        if self.in_window == 0 {
-            return None;
-        }
-        let mut k = rng.random_range(0..self.in_window);
-        for (game, &n) in self.games.iter().zip(&self.trainable) {
-            if k < n {
-                let ply = game
-                    .positions
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, p)| p.is_trainable())
-                    .nth(k)?
-                    .0;
-                return Some((game.clone(), ply));
-            }
-            k -= n;
-        }
-        None
+        self.train.sample(rng)
     }
 }
 
-fn collect_record_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// Appends the record files under `dir` (recursively; a missing `dir` has none) to `out`,
+/// in no particular order.
+pub fn collect_record_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

@@ -21,6 +21,7 @@ fn position(played: u8, legal: usize, trainable: bool, q: f32) -> PositionRecord
         root_d: 0.0,
         best_q: v(q * 0.5),
         played_q: v(0.25),
+        policy_q: v(q * 0.6),
         st: v(-0.75),
     }
 }
@@ -139,6 +140,8 @@ fn directory_scan_skips_torn_and_corrupt_files() {
         max_positions: 1000,
         alpha: 0.75,
         beta: 0.4,
+        validation_share: 0.0,
+        validation_positions: 0,
     });
     let (added, skipped) = window.load_new_files(dir.path()).unwrap();
     assert_eq!(added, 2 * games.len(), "the intact files' games");
@@ -165,4 +168,74 @@ fn directory_scan_skips_torn_and_corrupt_files() {
     let (added, skipped) = window.load_new_files(dir.path()).unwrap();
     assert_eq!((added, skipped.len()), (0, 0));
     assert_eq!(window.positions(), 2 * trainable);
+}
+
+/// The payload of `games` in the version-1 layout (before `policy_q`), as runs started
+/// before version 2 wrote it.
+fn version1_file(games: &[GameRecord]) -> Vec<u8> {
+    let q16 = |v: f32| ((v.clamp(-1.0, 1.0) * 32767.0).round() as i16).to_le_bytes();
+    let mut payload = Vec::new();
+    for g in games {
+        let fen = g.start_fen.as_deref().unwrap_or("").as_bytes();
+        payload.extend_from_slice(&(fen.len() as u16).to_le_bytes());
+        payload.extend_from_slice(fen);
+        // Result and termination bytes of a white win by checkmate (the caller's games).
+        payload.push(0);
+        payload.push(0);
+        payload.extend_from_slice(&g.generation.to_le_bytes());
+        payload.extend_from_slice(&(g.positions.len() as u32).to_le_bytes());
+        for p in &g.positions {
+            payload.push(p.played);
+            payload.push(p.policy.len() as u8);
+            for &w in &p.policy {
+                payload.extend_from_slice(&w.to_le_bytes());
+            }
+            payload.extend_from_slice(&q16(p.network_q));
+            payload.extend_from_slice(&q16(p.root_q));
+            payload.extend_from_slice(
+                &((p.root_d.clamp(0.0, 1.0) * 65535.0).round() as u16).to_le_bytes(),
+            );
+            for v in [p.best_q, p.played_q, p.st] {
+                payload.extend_from_slice(&q16(v));
+            }
+        }
+    }
+    let compressed = zstd::bulk::compress(&payload, 3).unwrap();
+    let mut out = b"CFZG".to_vec();
+    out.push(1);
+    out.extend_from_slice(&[0, 0, 0]);
+    out.extend_from_slice(&(games.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&compressed).to_le_bytes());
+    out.extend_from_slice(&compressed);
+    out
+}
+
+#[test]
+fn version_1_records_of_older_runs_still_read() {
+    let games: Vec<GameRecord> = sample_games()
+        .into_iter()
+        .filter(|g| g.result == GameResult::WhiteWin && g.termination == Termination::Checkmate)
+        .collect();
+    assert!(!games.is_empty());
+    let read = decode_records(&version1_file(&games), Path::new("old.cfzg")).unwrap();
+    assert_eq!(read.len(), games.len());
+    for (old, new) in games.iter().zip(&read) {
+        assert_eq!((new.result, new.termination), (old.result, old.termination));
+        assert_eq!(new.generation, old.generation);
+        for (a, b) in old.positions.iter().zip(&new.positions) {
+            // Everything version 1 stored comes back; policy_q falls back to best_q.
+            let expected = PositionRecord {
+                policy_q: a.best_q,
+                ..a.clone()
+            };
+            assert_eq!(b, &expected);
+        }
+    }
+    // A version this build does not know is refused with the reason.
+    let mut future = version1_file(&games);
+    future[4] = 9;
+    let err = decode_records(&future, Path::new("new.cfzg")).unwrap_err();
+    assert!(err.to_string().contains("version 9"), "{err}");
 }

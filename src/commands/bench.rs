@@ -1,6 +1,7 @@
 //! `cfzero bench`: speed measurements, each a table or (`--json`) one JSON object.
 //! `bench mcts` measures the search alone, `bench nn` the net, `bench selfplay` and
-//! `bench train` the two halves of a generation.
+//! `bench train` the two halves of a generation, and `bench learn` the strength a config
+//! reaches in a given training time.
 
 use std::path::PathBuf;
 
@@ -32,6 +33,9 @@ pub enum BenchCommand {
     Selfplay(super::bench_selfplay::SelfplayBenchArgs),
     /// Training speed of a config: samples per second.
     Train(super::bench_train::TrainBenchArgs),
+    /// Learning speed of a config: trains from zero for some minutes, then plays the net
+    /// against the random and the greedy mover (score and Elo with 95% intervals).
+    Learn(super::bench_learn::LearnBenchArgs),
 }
 
 /// The evaluator of `bench mcts`.
@@ -80,6 +84,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         BenchCommand::Nn(a) => super::bench_nn::run(a),
         BenchCommand::Selfplay(a) => super::bench_selfplay::run(a),
         BenchCommand::Train(a) => super::bench_train::run(a),
+        BenchCommand::Learn(a) => super::bench_learn::run(a),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `cfzero debug`: look inside the encoding and the net. `debug moves` prints the policy
-//! index, `debug planes` the input planes of a position (DESIGN.md §2), `debug attention` one
-//! query square's attention map as a PNG board, `debug outputs` a net's raw outputs as JSON.
+//! index, `debug planes` the input planes of a position (docs/METHODS.md §1), `debug attention` one
+//! query square's attention map as a PNG board, `debug outputs` a net's raw outputs as JSON,
+//! `debug targets` how well each recorded value predicts the games' results.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -42,6 +43,9 @@ pub enum DebugCommand {
     Attention(AttentionArgs),
     /// Every head's raw outputs for the positions of a file, with their input tokens, as JSON.
     Outputs(super::debug_outputs::OutputsArgs),
+    /// How well each recorded search value (root mean, best move, improved policy) and the
+    /// network's value predict the results of a run's games, as JSON.
+    Targets(super::debug_targets::TargetsArgs),
 }
 
 /// Arguments of `cfzero debug attention`.
@@ -117,6 +121,7 @@ pub fn run(args: &DebugArgs) -> Result<()> {
         }
         DebugCommand::Attention(args) => attention(args)?,
         DebugCommand::Outputs(args) => super::debug_outputs::run(args)?,
+        DebugCommand::Targets(args) => super::debug_targets::run(args)?,
     };
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

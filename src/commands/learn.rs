@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::run::deadline::{Deadline, parse_minutes};
 use crate::run::progress::spinner;
 use crate::run::session::{RunArgs, Session, stop_on_ctrl_c};
 
@@ -15,9 +16,15 @@ const POLL: Duration = Duration::from_secs(2);
 
 /// Runs the trainer until the generation or time limit, or Ctrl-C.
 pub fn run(args: &RunArgs) -> Result<()> {
+    // A bad limit must not leave a new run directory behind.
+    if let Some(m) = args.minutes {
+        parse_minutes(m)?;
+    }
     let mut session = Session::open(args)?;
     let stop = stop_on_ctrl_c();
     let started = Instant::now();
+    // Sets `stop` at the limit: waiting and training see it within seconds.
+    let _deadline = Deadline::start_minutes(args.minutes, &stop)?;
     let per_generation = session.config.run.games_per_generation.max(1);
     eprintln!(
         "waiting for games: start workers with `cfzero selfplay --run {}`",
@@ -48,7 +55,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let Some(lp) = session.train_and_publish(&stop)? else {
             break;
         };
-        let eval_text = session.evaluate_if_due()?;
+        let eval_text = session.evaluate_if_due(&stop)?;
         let line = format!(
             "gen {next:4} | {:.0}s | {arrived} new games | window {} | {lp}{eval_text}",
             gen_start.elapsed().as_secs_f64(),

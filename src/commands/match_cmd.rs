@@ -1,4 +1,5 @@
-//! `cfzero match`: a match between two players (nets, UCI engines or a random mover) from
+//! `cfzero match`: a match between two players (nets, UCI engines, a random or a 1-ply
+//! material-greedy mover) from
 //! an opening suite, each opening played with both colours, with the score, the Elo
 //! difference and its 95% interval, and an optional SPRT that stops the match once decided.
 
@@ -12,8 +13,8 @@ use cfzero_mcts::SearchConfig;
 use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_network::{InferenceHandle, parse_device};
 use cfzero_selfplay::arena::{
-    ArenaGame, MatchOptions, MatchScore, Player, RandomPlayer, SearchPlayer, run_match,
-    score_sample,
+    ArenaGame, GreedyPlayer, MatchOptions, MatchScore, Player, RandomPlayer, SearchPlayer,
+    run_match, score_sample,
 };
 use cfzero_selfplay::elo::{Sprt, SprtDecision};
 use cfzero_selfplay::openings::read_openings;
@@ -39,10 +40,11 @@ struct SideArgs {
     movetime: Option<u64>,
     depth: Option<u32>,
     random: bool,
+    greedy: bool,
 }
 
-/// Arguments of `cfzero match`. Each side is one of `--X-net`, `--X-uci` or `--X-random`
-/// (X = a or b).
+/// Arguments of `cfzero match`. Each side is one of `--X-net`, `--X-uci`, `--X-random` or
+/// `--X-greedy` (X = a or b).
 #[derive(Debug, Args)]
 pub struct MatchArgs {
     /// Player A (whose score is reported): a net file.
@@ -69,6 +71,9 @@ pub struct MatchArgs {
     /// Player A: a uniformly random mover.
     #[arg(long)]
     pub a_random: bool,
+    /// Player A: a 1-ply material-greedy mover (mates, else takes the most material).
+    #[arg(long)]
+    pub a_greedy: bool,
     /// Player B: a net file.
     #[arg(long)]
     pub b_net: Option<PathBuf>,
@@ -93,6 +98,9 @@ pub struct MatchArgs {
     /// Player B: a uniformly random mover.
     #[arg(long)]
     pub b_random: bool,
+    /// Player B: a 1-ply material-greedy mover (mates, else takes the most material).
+    #[arg(long)]
+    pub b_greedy: bool,
     /// Games in all (default: each opening twice). Openings repeat when there are more
     /// games than twice the openings.
     #[arg(long)]
@@ -114,11 +122,11 @@ pub struct MatchArgs {
     /// Write the games to this PGN file as they end.
     #[arg(long)]
     pub pgn: Option<PathBuf>,
-    /// The search constants of nets: the `[search]` table of this config (default: DESIGN
-    /// defaults). Matches search without root noise.
+    /// The search constants of nets: the `[search]` table of this config (default:
+    /// docs/METHODS.md §3). Matches search without root noise.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Seed of the random mover and of search tie-breaks.
+    /// Seed of the random mover, the greedy mover's tie-breaks and search tie-breaks.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Device of the nets: cpu, cuda, cuda:N or auto.
@@ -141,6 +149,7 @@ impl MatchArgs {
                 movetime: self.a_movetime,
                 depth: self.a_depth,
                 random: self.a_random,
+                greedy: self.a_greedy,
             }
         } else {
             SideArgs {
@@ -152,6 +161,7 @@ impl MatchArgs {
                 movetime: self.b_movetime,
                 depth: self.b_depth,
                 random: self.b_random,
+                greedy: self.b_greedy,
             }
         }
     }
@@ -170,15 +180,21 @@ enum Side {
         limit: UciLimit,
     },
     Random,
+    Greedy,
 }
 
 impl Side {
     /// Checks that exactly one kind of player is given for side `name` (`a` or `b`).
     fn parse(args: &SideArgs, name: char) -> Result<Side> {
-        let kinds = [args.net.is_some(), args.uci.is_some(), args.random];
+        let kinds = [
+            args.net.is_some(),
+            args.uci.is_some(),
+            args.random,
+            args.greedy,
+        ];
         if kinds.iter().filter(|&&k| k).count() != 1 {
             user_bail!(
-                "player {name}: give exactly one of --{name}-net, --{name}-uci, --{name}-random"
+                "player {name}: give exactly one of --{name}-net, --{name}-uci, --{name}-random, --{name}-greedy"
             );
         }
         if args.uci.is_none()
@@ -201,7 +217,11 @@ impl Side {
             });
         }
         let Some(command) = &args.uci else {
-            return Ok(Side::Random);
+            return Ok(if args.greedy {
+                Side::Greedy
+            } else {
+                Side::Random
+            });
         };
         let limit = match (args.nodes, args.movetime, args.depth) {
             (Some(n), None, None) => UciLimit::Nodes(n),
@@ -228,7 +248,7 @@ impl Side {
         })
     }
 
-    /// A name for the report and the PGN: the net's file stem, the engine, `random`.
+    /// A name for the report and the PGN: the net's file stem, the engine, `random`, `greedy`.
     fn label(&self) -> String {
         match self {
             Side::Net { path, sims } => format!(
@@ -237,6 +257,7 @@ impl Side {
             ),
             Side::Uci { command, limit, .. } => format!("{command} ({limit})"),
             Side::Random => "random".into(),
+            Side::Greedy => "greedy".into(),
         }
     }
 }
@@ -254,9 +275,9 @@ fn parse_sprt(text: &str) -> Result<Sprt> {
     }
 }
 
-/// What a match ended with, for the report and `--json`.
+/// What a match ended with, for the report and `--json` (also of `bench learn`).
 #[derive(Debug, serde::Serialize)]
-struct MatchReport {
+pub(crate) struct MatchReport {
     a: String,
     b: String,
     games: usize,
@@ -287,7 +308,13 @@ struct SprtReport {
 }
 
 impl MatchReport {
-    fn new(a: String, b: String, games: &[ArenaGame], sprt: Option<&Sprt>) -> MatchReport {
+    /// The report of `games` between `a` and `b`, with the SPRT's verdict if one was run.
+    pub(crate) fn new(
+        a: String,
+        b: String,
+        games: &[ArenaGame],
+        sprt: Option<&Sprt>,
+    ) -> MatchReport {
         let score = MatchScore::of(games);
         let sample = score_sample(games);
         let (score_low, score_high) = sample.score_interval();
@@ -327,7 +354,8 @@ impl MatchReport {
         }
     }
 
-    fn print(&self) {
+    /// Prints the report as text on stdout.
+    pub(crate) fn print(&self) {
         let s = &self.score;
         println!("{} vs {}", self.a, self.b);
         println!(
@@ -369,7 +397,7 @@ impl MatchReport {
 }
 
 /// An Elo number with its sign, or `-inf`/`+inf` for a shut-out.
-fn signed(elo: f64) -> String {
+pub(crate) fn signed(elo: f64) -> String {
     if elo.is_infinite() {
         if elo > 0.0 { "+inf" } else { "-inf" }.into()
     } else {
@@ -408,6 +436,7 @@ fn player<'h>(
                 .map_err(|e| user_error(format!("engine {command:?}: {e}")))?,
         ),
         Side::Random => Box::new(RandomPlayer::default()),
+        Side::Greedy => Box::new(GreedyPlayer),
     })
 }
 

@@ -1,11 +1,13 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_learn;
 pub mod bench_nn;
 pub mod bench_selfplay;
 pub mod bench_train;
 pub mod debug;
 pub mod debug_outputs;
+pub mod debug_targets;
 pub mod export;
 pub mod import;
 pub mod info;

@@ -23,8 +23,8 @@ pub fn serve_net(path: &Path, device: tch::Device) -> Result<InferenceHandle<Che
     Ok(InferenceServer::spawn(net, options))
 }
 
-/// The search constants for play: the `[search]` table of `config` (DESIGN defaults without
-/// one), without root noise, since play wants the strongest move.
+/// The search constants for play: the `[search]` table of `config` (the defaults of
+/// docs/METHODS.md §3 without one), without root noise, since play wants the strongest move.
 pub fn play_search(config: Option<&Path>) -> Result<SearchConfig> {
     let search = match config {
         Some(path) => Config::load(path)?.search,

@@ -33,7 +33,7 @@ pub struct PuzzlesArgs {
     /// Puzzles solved at the same time (their searches share forward passes).
     #[arg(long, default_value_t = 64)]
     pub concurrency: usize,
-    /// The search constants: the `[search]` table of this config (default: DESIGN defaults).
+    /// The search constants: the `[search]` table of this config (default: docs/METHODS.md §3).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Device: cpu, cuda, cuda:N or auto.

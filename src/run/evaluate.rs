@@ -1,9 +1,15 @@
-//! Evaluation matches during a run: the new net against generation 0 and a random mover.
+//! Evaluation matches during a run: the new net against generation 0, a random mover and a
+//! 1-ply material-greedy mover.
+
+use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 use cfzero_mcts::chess::ChessState;
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};
-use cfzero_selfplay::arena::{MatchScore, RandomPlayer, SearchPlayer, play_match};
+use cfzero_selfplay::arena::{
+    ArenaError, GreedyPlayer, MatchScore, Player, RandomPlayer, SearchPlayer, StoppablePlayer,
+    play_match,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -16,16 +22,21 @@ pub struct EvalSummary {
     pub vs_first: MatchScore,
     /// Against a uniformly random mover.
     pub vs_random: MatchScore,
+    /// Against the 1-ply material-greedy mover.
+    pub vs_greedy: MatchScore,
 }
 
-/// Plays `candidate` against `first` and against a random mover, every opening with both colours.
+/// Plays `candidate` against `first`, a random mover and the greedy mover, every opening with
+/// both colours. `None` if `stop` was set before the matches ended: they end within a move
+/// of it, so that a deadline or Ctrl-C is not held up by an evaluation.
 pub fn evaluate(
     config: &Config,
     candidate: Net,
     first: Net,
     openings: &[String],
     seed: u64,
-) -> Result<EvalSummary> {
+    stop: &AtomicBool,
+) -> Result<Option<EvalSummary>> {
     let opts = InferenceOptions {
         max_batch: config.run.max_batch,
         ..InferenceOptions::default()
@@ -36,18 +47,34 @@ pub fn evaluate(
     let sims = config.run.eval_simulations;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let max_plies = config.selfplay.max_plies;
-    // Strongest play: no root noise (the openings and the random mover give the variety).
+    // Strongest play: no root noise (the openings and the baseline movers give the variety).
     let search = cfzero_mcts::SearchConfig {
         gumbel_scale: 0.0,
         ..config.search.clone()
     };
     let mut new = SearchPlayer::new("new", &a, search.clone(), sims);
     let mut old = SearchPlayer::new("gen-0000", &b, search, sims);
-    let (vs_first, _) = play_match(&mut new, &mut old, openings, max_plies, &mut rng)?;
-    let mut random = RandomPlayer::default();
-    let (vs_random, _) = play_match(&mut new, &mut random, openings, max_plies, &mut rng)?;
-    Ok(EvalSummary {
+    let mut play = |opponent: &mut dyn Player| -> Result<Option<MatchScore>> {
+        let mut candidate = StoppablePlayer::new(&mut new, stop);
+        let mut opponent = StoppablePlayer::new(opponent, stop);
+        match play_match(&mut candidate, &mut opponent, openings, max_plies, &mut rng) {
+            Ok((score, _)) => Ok(Some(score)),
+            Err(ArenaError::Stopped) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    };
+    let Some(vs_first) = play(&mut old)? else {
+        return Ok(None);
+    };
+    let Some(vs_random) = play(&mut RandomPlayer::default())? else {
+        return Ok(None);
+    };
+    let Some(vs_greedy) = play(&mut GreedyPlayer)? else {
+        return Ok(None);
+    };
+    Ok(Some(EvalSummary {
         vs_first,
         vs_random,
-    })
+        vs_greedy,
+    }))
 }

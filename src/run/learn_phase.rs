@@ -6,7 +6,10 @@ use std::time::Instant;
 
 use anyhow::Result;
 use cfzero_selfplay::window::ReplayWindow;
+use cfzero_trainer::sample::{HostBatch, SampleScratch, TargetOptions, fill_position};
 use cfzero_trainer::{EventWriter, Learner, Loader, StepMetrics};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 use crate::config::Config;
 use crate::run::progress::bar;
@@ -24,7 +27,12 @@ pub struct LearnSummary {
     pub mean_loss: f64,
     /// Mean policy accuracy over the phase.
     pub mean_accuracy: f64,
+    /// Losses on held-out games after the phase (`None` without held-out games).
+    pub validation: Option<StepMetrics>,
 }
+
+/// Positions of held-out games measured after each training phase.
+const VALIDATION_POSITIONS: usize = 1024;
 
 /// `train N steps, loss L, acc A, R samples/s`, the training part of a summary line.
 impl std::fmt::Display for LearnSummary {
@@ -33,7 +41,11 @@ impl std::fmt::Display for LearnSummary {
             f,
             "train {} steps, loss {:.3}, acc {:.2}, {:.0} samples/s",
             self.steps, self.mean_loss, self.mean_accuracy, self.samples_per_second
-        )
+        )?;
+        if let Some(v) = &self.validation {
+            write!(f, ", val loss {:.3} acc {:.2}", v.loss, v.policy_accuracy)?;
+        }
+        Ok(())
     }
 }
 
@@ -57,6 +69,7 @@ pub fn train(
         config.train.batch_size,
         config.train.loader_threads,
         seed,
+        targets(config),
     );
     let pb = bar(steps, "train", "steps");
     let start = Instant::now();
@@ -93,5 +106,80 @@ pub fn train(
         summary.mean_loss = loss_sum / summary.steps as f64;
         summary.mean_accuracy = acc_sum / summary.steps as f64;
     }
+    drop(loader);
+    if !stop.load(Ordering::Relaxed) {
+        summary.validation = validate(config, learner, window)?;
+        if let Some(v) = &summary.validation {
+            let step = v.step;
+            tb.scalar("val/loss", step, v.loss)?;
+            for (name, x) in &v.terms {
+                tb.scalar(&format!("val/{name}"), step, *x)?;
+            }
+            tb.scalar("val/policy_accuracy", step, v.policy_accuracy)?;
+            tb.scalar("val/value_mse", step, v.value_mse)?;
+            tb.flush()?;
+        }
+    }
     Ok(summary)
+}
+
+/// How the config turns records into value targets.
+pub fn targets(config: &Config) -> TargetOptions {
+    TargetOptions {
+        q_target: config.train.q_target,
+        q_ratio: config.train.q_ratio,
+    }
+}
+
+/// The learner's losses on up to [`VALIDATION_POSITIONS`] positions of held-out games
+/// (the same draw each time for the same held-out games and step count), averaged over
+/// batches weighted by their size. `None` without held-out games.
+fn validate(
+    config: &Config,
+    learner: &Learner,
+    window: &RwLock<ReplayWindow>,
+) -> Result<Option<StepMetrics>> {
+    let w = window.read().expect("the window lock is never poisoned");
+    let available = w.validation_positions();
+    if available == 0 {
+        return Ok(None);
+    }
+    let total = available.min(VALIDATION_POSITIONS);
+    let per_batch = config.train.batch_size.max(1);
+    let mut rng = ChaCha8Rng::seed_from_u64(config.run.seed ^ 0x5641_4C49_4441_5445);
+    let mut scratch = SampleScratch::default();
+    let mut batch = HostBatch::default();
+    let options = targets(config);
+    let mut sum: Option<StepMetrics> = None;
+    let mut done = 0;
+    while done < total {
+        let n = per_batch.min(total - done);
+        batch.reset(n);
+        for slot in 0..n {
+            let (game, ply) = w.sample_validation(&mut rng).expect("held-out games exist");
+            fill_position(&game, ply, &mut batch, slot, &mut scratch, &options)?;
+        }
+        let m = learner.validate(&batch);
+        let weight = n as f64 / total as f64;
+        match &mut sum {
+            None => {
+                let mut first = m.clone();
+                first.loss *= weight;
+                first.policy_accuracy *= weight;
+                first.value_mse *= weight;
+                first.terms.iter_mut().for_each(|(_, x)| *x *= weight);
+                sum = Some(first);
+            }
+            Some(s) => {
+                s.loss += weight * m.loss;
+                s.policy_accuracy += weight * m.policy_accuracy;
+                s.value_mse += weight * m.value_mse;
+                for ((_, a), (_, b)) in s.terms.iter_mut().zip(&m.terms) {
+                    *a += weight * b;
+                }
+            }
+        }
+        done += n;
+    }
+    Ok(sum)
 }

@@ -38,6 +38,10 @@ pub struct SelfplaySummary {
     pub resign_checked: u64,
     /// See `resign_checked`.
     pub resign_false_positives: u64,
+    /// Games that ended by resignation.
+    pub resignations: u64,
+    /// Each side of each playthrough game, for calibrating the resignation threshold.
+    pub resign_samples: Vec<cfzero_selfplay::resign::ResignSample>,
     /// Inference thread counters over the phase.
     pub inference: StatsSnapshot,
     /// Bytes written to record files.
@@ -292,6 +296,9 @@ pub fn play(
                 summary.resign_checked += 1;
                 summary.resign_false_positives += u64::from(fp);
             }
+            summary.resignations +=
+                u64::from(game.record.termination == cfzero_selfplay::Termination::Resignation);
+            summary.resign_samples.extend(game.resign_samples);
             pb.inc(1);
             pb.set_message(message(live));
         },

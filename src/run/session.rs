@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cfzero_network::checkpoint::{load_net, save_net, write_file_atomically};
+use cfzero_network::checkpoint::{CheckpointError, load_net, save_net, write_file_atomically};
 use cfzero_network::{Net, parse_device};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::ReplayWindow;
@@ -45,8 +45,10 @@ pub struct RunArgs {
     /// Stop after this many generations in total (default: no limit).
     #[arg(long)]
     pub generations: Option<u32>,
-    /// Stop after the first generation that ends past this many minutes.
-    #[arg(long)]
+    /// Wall-clock limit in minutes (fractions allowed): self-play and training stop within
+    /// seconds of it, keeping the complete games; a generation whose training did not finish
+    /// is not published, and `--resume` continues the run.
+    #[arg(long, allow_negative_numbers = true)]
     pub minutes: Option<f64>,
     /// Device: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
@@ -85,6 +87,12 @@ pub struct Session {
     /// Newest published generation.
     pub generation: u32,
     eval_openings: Vec<String>,
+    /// Print the per-generation lines on stderr rather than stdout (for a command whose
+    /// stdout is a report, like `bench learn --json`).
+    pub lines_to_stderr: bool,
+    /// Trainable positions added to the window since the last training phase (counted
+    /// from the session's start: a resumed run does not know what it had trained on).
+    new_positions: usize,
 }
 
 impl Session {
@@ -130,9 +138,20 @@ impl Session {
         let mut learner = Learner::new(net, config.train.clone());
         let (weights, optim) = dir.trainer_state(generation);
         if weights.exists() && optim.exists() {
-            learner
-                .load_state(&weights, &optim)
-                .context("loading the trainer state")?;
+            match learner.load_state(&weights, &optim) {
+                Ok(()) => {}
+                // A state written by an older cfzero for a net that has since gained a
+                // parameter (e.g. the Shaw position bias): the published net loads, its
+                // optimizer moments no longer line up.
+                Err(e @ CheckpointError::Mismatch { .. }) => {
+                    eprintln!(
+                        "note: the trainer state of generation {generation} does not fit this version ({e}); training continues from the published net with a fresh optimizer"
+                    );
+                    let net = load_net(&dir.net(generation), device)?;
+                    learner = Learner::new(net, config.train.clone());
+                }
+                Err(e) => return Err(e).context("loading the trainer state"),
+            }
         } else if generation > 0 {
             eprintln!(
                 "note: no trainer state for generation {generation}; training continues from the published net with a fresh optimizer"
@@ -149,8 +168,11 @@ impl Session {
             tb,
             generation,
             eval_openings,
+            lines_to_stderr: false,
+            new_positions: 0,
         };
         let games = session.load_new_games()?;
+        session.new_positions = 0;
         if games > 0 {
             eprintln!(
                 "resume: {games} games, {} positions in the replay window",
@@ -172,7 +194,9 @@ impl Session {
             .window
             .write()
             .expect("the window lock is never poisoned");
+        let seen = w.positions_seen();
         let (games, skipped) = w.load_new_files(&self.dir.all_games())?;
+        self.new_positions += w.positions_seen() - seen;
         for s in skipped {
             eprintln!("warning: skipping {}", s.error);
         }
@@ -190,11 +214,12 @@ impl Session {
     /// Trains one generation's steps and publishes the next net: the trainer state first,
     /// the net last (the commit point). `None` if `stop` interrupted the training.
     pub fn train_and_publish(&mut self, stop: &AtomicBool) -> Result<Option<LearnSummary>> {
+        let steps = self.steps_for(self.new_positions);
         let summary = learn_phase::train(
             &self.config,
             &mut self.learner,
             &self.window,
-            self.config.run.steps_per_generation,
+            steps,
             &mut self.tb,
             stop,
         )?;
@@ -207,41 +232,66 @@ impl Session {
         self.learner.publish(&self.dir.net(next))?;
         self.dir.prune_trainer_states(next);
         self.generation = next;
+        self.new_positions = 0;
         Ok(Some(summary))
     }
 
+    /// Training steps for a generation that brought `new_positions` trainable positions:
+    /// `steps_per_generation`, or with `sample_reuse` set, enough steps to see each new
+    /// position about that many times (at least one step).
+    pub fn steps_for(&self, new_positions: usize) -> u64 {
+        let run = &self.config.run;
+        if run.sample_reuse > 0.0 {
+            let batch = self.config.train.batch_size.max(1) as f64;
+            ((run.sample_reuse * new_positions as f64 / batch).ceil() as u64).max(1)
+        } else {
+            run.steps_per_generation
+        }
+    }
+
     /// Plays the evaluation matches if this generation is due for them; returns the text
-    /// for the generation's summary line (empty if not due).
-    pub fn evaluate_if_due(&mut self) -> Result<String> {
+    /// for the generation's summary line (empty if not due). The matches end within a move
+    /// of `stop` being set, and the line then says so.
+    pub fn evaluate_if_due(&mut self, stop: &AtomicBool) -> Result<String> {
         let every = self.config.run.eval_every;
         if every == 0 || self.generation % every != 0 {
             return Ok(String::new());
         }
         let candidate = load_net(&self.dir.net(self.generation), self.device)?;
         let first = load_net(&self.dir.net(0), self.device)?;
-        let e = evaluate::evaluate(
+        let Some(e) = evaluate::evaluate(
             &self.config,
             candidate,
             first,
             &self.eval_openings,
             self.config.run.seed ^ u64::from(self.generation),
-        )?;
+            stop,
+        )?
+        else {
+            return Ok(" | eval stopped".into());
+        };
         let step = self.learner.steps();
         self.tb
             .scalar("eval/score_vs_gen0", step, e.vs_first.score())?;
         self.tb
             .scalar("eval/score_vs_random", step, e.vs_random.score())?;
+        self.tb
+            .scalar("eval/score_vs_greedy", step, e.vs_greedy.score())?;
         self.tb.flush()?;
+        let show = |name: &str, s: &cfzero_selfplay::arena::MatchScore| {
+            format!(
+                " vs {name} {:.0}% (+{} ={} -{})",
+                100.0 * s.score(),
+                s.wins,
+                s.draws,
+                s.losses
+            )
+        };
         Ok(format!(
-            " | vs gen0 {:.0}% (+{} ={} -{}) vs random {:.0}% (+{} ={} -{})",
-            100.0 * e.vs_first.score(),
-            e.vs_first.wins,
-            e.vs_first.draws,
-            e.vs_first.losses,
-            100.0 * e.vs_random.score(),
-            e.vs_random.wins,
-            e.vs_random.draws,
-            e.vs_random.losses
+            " |{}{}{}",
+            show("gen0", &e.vs_first),
+            show("random", &e.vs_random),
+            show("greedy", &e.vs_greedy)
         ))
     }
 
@@ -256,7 +306,11 @@ impl Session {
 
     /// Prints a generation's summary line and appends it to `log.tsv`.
     pub fn log_line(&self, line: &str) -> Result<()> {
-        println!("{line}");
+        if self.lines_to_stderr {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
         let path = self.dir.log();
         let mut f = std::fs::OpenOptions::new()
             .create(true)
@@ -346,8 +400,12 @@ fn freeze_config(dir: &RunDir, config: &Config, args: &RunArgs) -> Result<()> {
 pub fn stop_on_ctrl_c() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
+    // The handler counts its own presses: a time limit sets the same flag, and the first
+    // Ctrl-C after it must still finish cleanly.
+    let pressed = AtomicBool::new(false);
     let _ = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
+        flag.store(true, Ordering::SeqCst);
+        if pressed.swap(true, Ordering::SeqCst) {
             eprintln!("\nsecond Ctrl-C: exiting now (the run resumes from the last published net)");
             std::process::exit(130);
         }

@@ -155,7 +155,7 @@ impl CheckedGame {
 /// generation `net_generation`: legal moves only, no move after the game ended, a result
 /// and termination that fit the final position (the game reaching `max_plies` is a draw),
 /// a policy target over exactly the legal moves, and short-term targets that follow from
-/// the search values and the result.
+/// the values of best play (`best_q`) and the result.
 pub fn check_records(games_dir: &Path, net_generation: u32, max_plies: u32) -> Vec<CheckedGame> {
     let mut out = Vec::new();
     for path in record_files(games_dir) {
@@ -207,10 +207,10 @@ pub fn check_records(games_dir: &Path, net_generation: u32, max_plies: u32) -> V
                 );
             }
         }
-        let root_q: Vec<f32> = record.positions.iter().map(|p| p.root_q).collect();
+        let best_q: Vec<f32> = record.positions.iter().map(|p| p.best_q).collect();
         let mut st = Vec::new();
         short_term_targets(
-            &root_q,
+            &best_q,
             record.result.value_for(final_state.turn()),
             SHORT_TERM_THETA,
             &mut st,

@@ -4,7 +4,7 @@ use cfzero_network::LossWeights;
 use cfzero_network::optim::schedule::LrSchedule;
 use serde::{Deserialize, Serialize};
 
-/// Training options (DESIGN.md §3, §5).
+/// Training options (docs/METHODS.md §2, §6, §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrainConfig {
@@ -15,7 +15,9 @@ pub struct TrainConfig {
     /// Global gradient-norm clip.
     #[serde(default = "default_clip")]
     pub grad_clip: f64,
-    /// Weight decay of NAdam (decoupled, 0 = none).
+    /// Weight decay of NAdam, decoupled from the gradient (AdamW-style): each step multiplies
+    /// the dense layers' weight matrices by `1 - lr * weight_decay`; biases, norms, gates and
+    /// Shaw tables are not decayed (`cfzero_network::optim::nadam::decays`). 0 = none.
     #[serde(default)]
     pub weight_decay: f64,
     /// Stochastic weight averaging of the published net: add a snapshot every this many
@@ -31,6 +33,29 @@ pub struct TrainConfig {
     /// Loss weights of each head.
     #[serde(default)]
     pub loss: LossWeights,
+    /// Which search value of a position is the q target (and, with `q_ratio`, part of the
+    /// WDL target).
+    #[serde(default)]
+    pub q_target: QTarget,
+    /// Share of the WDL (winner) target taken from the search's value instead of the
+    /// game's result (Lc0's `q_ratio`): 0 trains on results only. The search value gives
+    /// every position of a game its own label, where the result gives them all one.
+    #[serde(default)]
+    pub q_ratio: f32,
+}
+
+/// Which recorded search value trains the q head.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QTarget {
+    /// The value of the move the search chose (Lc0's `best_q`).
+    #[default]
+    Best,
+    /// The improved policy's expectation of the completed Q.
+    Policy,
+    /// The root's mean value: biased towards the value of the weak moves that sequential
+    /// halving visits once each; kept to compare with older runs.
+    Root,
 }
 
 fn default_clip() -> f64 {

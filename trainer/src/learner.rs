@@ -49,9 +49,9 @@ pub struct Learner {
 impl Learner {
     /// Starts training `net` (its current weights) with `config`.
     pub fn new(net: Net, config: TrainConfig) -> Learner {
-        let params = net.vs.trainable_variables();
-        let opt = NAdam::new(
-            params,
+        // Decoupled weight decay on the dense weight matrices only (see NAdam::for_var_store).
+        let opt = NAdam::for_var_store(
+            &net.vs,
             NAdamConfig {
                 weight_decay: config.weight_decay,
                 ..NAdamConfig::default()
@@ -76,13 +76,12 @@ impl Learner {
         &self.net
     }
 
-    /// One optimisation step on `batch`.
-    pub fn step(&mut self, batch: &HostBatch) -> StepMetrics {
-        let start = Instant::now();
+    /// The batch as tensors on the net's device.
+    fn tensors(&self, batch: &HostBatch) -> TrainingBatch {
         let b = batch.len as i64;
         let device = self.net.device();
         let t = |v: &[f32], shape: &[i64]| Tensor::from_slice(v).view(shape).to_device(device);
-        let tb = TrainingBatch {
+        TrainingBatch {
             inputs: t(
                 &batch.inputs[..batch.len * TOKEN_FLOATS],
                 &[b, 64, PLANES as i64],
@@ -93,7 +92,35 @@ impl Learner {
             q: t(&batch.q, &[b]),
             st: t(&batch.st, &[b]),
             moves_left: t(&batch.moves_left, &[b]),
-        };
+        }
+    }
+
+    /// The losses and accuracy of the current weights on `batch`, without training: the
+    /// validation measure on held-out games. `step`, `lr`, `grad_norm` and
+    /// `samples_per_second` are those of the last step (the last two 0).
+    pub fn validate(&self, batch: &HostBatch) -> StepMetrics {
+        tch::no_grad(|| {
+            let tb = self.tensors(batch);
+            let outputs = self.net.forward(&tb.inputs);
+            let terms = loss(&outputs, &tb, &self.config.loss);
+            let (policy_accuracy, value_mse) = accuracy_and_mse(&outputs, &tb);
+            StepMetrics {
+                step: self.opt.step,
+                loss: terms.total_value,
+                terms: terms.named().to_vec(),
+                policy_accuracy,
+                value_mse,
+                lr: self.config.lr.lr(self.opt.step.saturating_sub(1)),
+                grad_norm: 0.0,
+                samples_per_second: 0.0,
+            }
+        })
+    }
+
+    /// One optimisation step on `batch`.
+    pub fn step(&mut self, batch: &HostBatch) -> StepMetrics {
+        let start = Instant::now();
+        let tb = self.tensors(batch);
         let lr = self.config.lr.lr(self.opt.step);
         let outputs = self.net.forward(&tb.inputs);
         let terms = loss(&outputs, &tb, &self.config.loss);
@@ -102,23 +129,7 @@ impl Learner {
         let grad_norm = clip_grad_norm(self.opt.params(), self.config.grad_clip);
         self.opt.step(lr);
 
-        let (policy_accuracy, value_mse) = tch::no_grad(|| {
-            let legal = tb.legal.gt(0.5);
-            let predicted = mask_illegal(&outputs.policy, &legal).argmax(-1, false);
-            let wanted = tb.policy.argmax(-1, false);
-            let acc = predicted
-                .eq_tensor(&wanted)
-                .to_kind(Kind::Float)
-                .mean(Kind::Float)
-                .double_value(&[]);
-            let mse = outputs.wdl.as_ref().map_or(f64::NAN, |wdl| {
-                let p = wdl.softmax(-1, Kind::Float);
-                let v = p.select(1, 0) - p.select(1, 2);
-                let z = tb.wdl.select(1, 0) - tb.wdl.select(1, 2);
-                (v - z).square().mean(Kind::Float).double_value(&[])
-            });
-            (acc, mse)
-        });
+        let (policy_accuracy, value_mse) = tch::no_grad(|| accuracy_and_mse(&outputs, &tb));
         let step = self.opt.step;
         if let Some(swa) = &mut self.swa
             && step % self.config.swa_every == 0
@@ -167,4 +178,24 @@ impl Learner {
         load_optimizer(&mut self.opt, optimizer)?;
         Ok(())
     }
+}
+
+/// Policy accuracy (the most likely legal move is the target's most likely move) and the
+/// winner head's mean squared error of W - L against the WDL target's W - L.
+fn accuracy_and_mse(outputs: &cfzero_network::ModelOutputs, tb: &TrainingBatch) -> (f64, f64) {
+    let legal = tb.legal.gt(0.5);
+    let predicted = mask_illegal(&outputs.policy, &legal).argmax(-1, false);
+    let wanted = tb.policy.argmax(-1, false);
+    let acc = predicted
+        .eq_tensor(&wanted)
+        .to_kind(Kind::Float)
+        .mean(Kind::Float)
+        .double_value(&[]);
+    let mse = outputs.wdl.as_ref().map_or(f64::NAN, |wdl| {
+        let p = wdl.softmax(-1, Kind::Float);
+        let v = p.select(1, 0) - p.select(1, 2);
+        let z = tb.wdl.select(1, 0) - tb.wdl.select(1, 2);
+        (v - z).square().mean(Kind::Float).double_value(&[])
+    });
+    (acc, mse)
 }

@@ -7,7 +7,7 @@ pub mod loader;
 pub mod sample;
 pub mod tensorboard;
 
-pub use config::TrainConfig;
+pub use config::{QTarget, TrainConfig};
 pub use learner::{Learner, StepMetrics};
 pub use loader::Loader;
 pub use sample::HostBatch;

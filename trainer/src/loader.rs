@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 
 use cfzero_selfplay::window::ReplayWindow;
 
-use crate::sample::{HostBatch, SampleScratch, fill_position};
+use crate::sample::{HostBatch, SampleScratch, TargetOptions, fill_position};
 
 /// Batches being prepared ahead of the trainer, by a pool of threads.
 #[derive(Debug)]
@@ -23,13 +23,15 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// Starts `threads` loaders sampling batches of `batch_size` from `window`; each thread
-    /// has its own random stream derived from `seed`.
+    /// Starts `threads` loaders sampling batches of `batch_size` from `window`'s training
+    /// games, with value targets made as `targets` says; each thread has its own random
+    /// stream derived from `seed`.
     pub fn start(
         window: Arc<RwLock<ReplayWindow>>,
         batch_size: usize,
         threads: usize,
         seed: u64,
+        targets: TargetOptions,
     ) -> Loader {
         let threads = threads.max(1);
         let (tx, batches) = bounded(threads * 2);
@@ -42,7 +44,9 @@ impl Loader {
                 let seed = seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(t as u64 + 1));
                 std::thread::Builder::new()
                     .name(format!("loader-{t}"))
-                    .spawn(move || load_loop(&window, batch_size, seed, &tx, &spare, &stop))
+                    .spawn(move || {
+                        load_loop(&window, batch_size, seed, &targets, &tx, &spare, &stop)
+                    })
                     .expect("spawning a loader thread")
             })
             .collect();
@@ -86,6 +90,7 @@ fn load_loop(
     window: &RwLock<ReplayWindow>,
     batch_size: usize,
     seed: u64,
+    targets: &TargetOptions,
     tx: &Sender<HostBatch>,
     spare: &Receiver<HostBatch>,
     stop: &AtomicBool,
@@ -108,7 +113,7 @@ fn load_loop(
         }
         let mut ok = true;
         for (slot, (game, ply)) in picks.iter().enumerate() {
-            if let Err(e) = fill_position(game, *ply, &mut batch, slot, &mut scratch) {
+            if let Err(e) = fill_position(game, *ply, &mut batch, slot, &mut scratch, targets) {
                 // A record that does not replay is a bug in the writer; never train on it.
                 eprintln!("warning: skipping a batch: game record does not replay: {e}");
                 ok = false;

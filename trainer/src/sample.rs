@@ -6,6 +6,37 @@ use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::record::dequantize_probability;
 use cfzero_selfplay::replay::{ReplayError, replay_prefix};
 
+use crate::config::QTarget;
+
+/// How a recorded position becomes value targets.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TargetOptions {
+    /// The search value that trains the q head.
+    pub q_target: QTarget,
+    /// Share of the WDL target taken from that search value (with the root's draw
+    /// probability) instead of the game's result.
+    pub q_ratio: f32,
+}
+
+impl TargetOptions {
+    /// The q target of `record`.
+    pub fn q(&self, record: &cfzero_selfplay::PositionRecord) -> f32 {
+        match self.q_target {
+            QTarget::Best => record.best_q,
+            QTarget::Policy => record.policy_q,
+            QTarget::Root => record.root_q,
+        }
+    }
+}
+
+/// A WDL distribution with expectation `q` and draw share `d` (`d` is reduced where
+/// `|q| + d` would exceed 1, so that no probability is negative).
+pub fn wdl_of(q: f32, d: f32) -> [f32; 3] {
+    let q = q.clamp(-1.0, 1.0);
+    let d = d.clamp(0.0, 1.0 - q.abs());
+    [(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0]
+}
+
 /// A batch of positions on the host, as flat buffers in the layout of
 /// [`cfzero_network::TrainingBatch`]; reused from batch to batch.
 #[derive(Debug, Clone, Default)]
@@ -54,13 +85,14 @@ pub struct SampleScratch {
 
 /// Writes position `ply` of `game` into slot `slot` of `batch`: the input planes, the
 /// policy target over the legal moves (renormalised after quantisation), the legal mask,
-/// and the value, short-term and moves-left targets.
+/// and the value, short-term and moves-left targets (see [`TargetOptions`]).
 pub fn fill_position(
     game: &GameRecord,
     ply: usize,
     batch: &mut HostBatch,
     slot: usize,
     scratch: &mut SampleScratch,
+    targets: &TargetOptions,
 ) -> Result<(), ReplayError> {
     let state = replay_prefix(game, ply, &mut scratch.legal, |_, _, _, _| {})?;
     let record = &game.positions[ply];
@@ -96,15 +128,21 @@ pub fn fill_position(
         };
     }
     let z = game.result.value_for(turn);
+    let q = targets.q(record);
+    let r = targets.q_ratio.clamp(0.0, 1.0);
+    let searched = wdl_of(q, record.root_d);
     let wdl = &mut batch.wdl[slot * 3..slot * 3 + 3];
+    for (i, w) in wdl.iter_mut().enumerate() {
+        *w = r * searched[i];
+    }
     wdl[if z > 0.0 {
         0
     } else if z < 0.0 {
         2
     } else {
         1
-    }] = 1.0;
-    batch.q[slot] = record.root_q;
+    }] += 1.0 - r;
+    batch.q[slot] = q;
     batch.st[slot] = record.st;
     batch.moves_left[slot] = (game.positions.len() - ply) as f32;
     Ok(())

@@ -18,8 +18,13 @@ impl Game for ChessState {
         self.play_move(mv);
     }
 
+    /// The game's end by the rules. The game-length cap ([`ChessState::set_max_plies`]) is
+    /// left out: it adjudicates a game, it is no draw the search can prove (the network
+    /// cannot see the ply count, so values near the cap would teach it nothing true).
+    /// [`ChessState::terminal_reason`] still reports it to whoever plays the game.
     fn terminal(&self, legal: &[Move]) -> Option<Terminal> {
         self.terminal_reason_given(legal.is_empty())
+            .filter(|&r| r != super::TerminalReason::MaxPlies)
             .map(|r| r.result())
     }
 

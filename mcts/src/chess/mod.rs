@@ -1,5 +1,5 @@
 //! The chess game state: a shakmaty position with the history that repetition and the
-//! network input need, and adjudication (DESIGN.md §2).
+//! network input need, and adjudication (docs/METHODS.md §1).
 //!
 //! Everything follows lc0's conventions so that nets and data interoperate: the eight
 //! input history steps, lc0's repetition counting and its `HistoryFill` for positions

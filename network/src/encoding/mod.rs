@@ -1,4 +1,4 @@
-//! lc0-compatible network input and policy index (DESIGN.md §2).
+//! lc0-compatible network input and policy index (docs/METHODS.md §1).
 //!
 //! - [`planes`]: the 112 input planes (lc0's `INPUT_CLASSICAL_112_PLANE`).
 //! - [`tokens`]: the same planes as 64 square tokens of 112 features, for the Chessformer.

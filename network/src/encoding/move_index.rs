@@ -1,4 +1,4 @@
-//! The 1858-entry policy index of lc0 (DESIGN.md §2).
+//! The 1858-entry policy index of lc0 (docs/METHODS.md §1).
 //!
 //! Entry order: for each from-square 0..63, every to-square in increasing order reachable
 //! by a queen line or a knight jump (1792 entries); then for each from-square on rank 7

@@ -1,4 +1,4 @@
-//! The 112 input planes, exactly lc0's `INPUT_CLASSICAL_112_PLANE` (DESIGN.md §2).
+//! The 112 input planes, exactly lc0's `INPUT_CLASSICAL_112_PLANE` (docs/METHODS.md §1).
 //!
 //! For each history step t = 0..7: our P, N, B, R, Q, K, their P, N, B, R, Q, K and a
 //! repetition plane (planes 13t..13t+12); then castling (104..107), black to move (108),

@@ -7,10 +7,16 @@ use super::shaw;
 use super::smolgen::Smolgen;
 use crate::config::{NetworkConfig, PositionEncoding};
 
+/// Name of the Shaw bias table of an attention layer (`encoder.<i>.attn.rpe_bias`). Nets saved
+/// before it existed lack it; they load with it at zero, its initial value (see
+/// [`crate::checkpoint`]).
+pub const SHAW_BIAS: &str = "rpe_bias";
+
 /// The position term of one attention layer.
 #[derive(Debug)]
 pub enum PositionTerm {
-    /// Shaw tables `rpe_q`, `rpe_k`, `rpe_v`, each `[H, 225, d_head]`, zero-initialised.
+    /// Shaw tables `rpe_q`, `rpe_k`, `rpe_v`, each `[H, 225, d_head]`, and the logit bias
+    /// `rpe_bias` `[H, 225]`, all zero-initialised (their roles: [`shaw::ShawTables`]).
     Shaw {
         /// Query-side table.
         rq: Tensor,
@@ -18,6 +24,8 @@ pub enum PositionTerm {
         rk: Tensor,
         /// Value-side table.
         rv: Tensor,
+        /// Position-only logit bias per head and displacement bucket.
+        rb: Tensor,
     },
     /// Smolgen bias.
     Smolgen(Smolgen),
@@ -52,7 +60,8 @@ pub struct AttentionContext<'a> {
 }
 
 impl Attention {
-    /// Variables under `path`: `q`, `k`, `v`, `out`, and `rpe_q/rpe_k/rpe_v` or `smolgen`.
+    /// Variables under `path`: `q`, `k`, `v`, `out`, and `rpe_q/rpe_k/rpe_v/rpe_bias` or
+    /// `smolgen`.
     pub fn new(path: &nn::Path, cfg: &NetworkConfig, beta: f64) -> Attention {
         let d = cfg.d_model;
         let (h, dh) = (cfg.heads as i64, cfg.d_head() as i64);
@@ -65,6 +74,8 @@ impl Attention {
                     rq: table("rpe_q"),
                     rk: table("rpe_k"),
                     rv: table("rpe_v"),
+                    // Zero, so that a new net's and an old file's attention are unchanged by it.
+                    rb: path.var(SHAW_BIAS, &[h, shaw::BUCKETS as i64], nn::Init::Const(0.0)),
                 }
             }
             PositionEncoding::Smolgen => PositionTerm::Smolgen(Smolgen::new(
@@ -108,14 +119,15 @@ impl Attention {
         let (q, k, _) = self.qkv(x);
         let (b, h, n, dh) = q.size4().expect("q is [B, H, 64, d_head]");
         let mut logits = q.matmul(&k.transpose(-2, -1));
-        if let PositionTerm::Shaw { rq, rk, .. } = &self.position {
+        if let PositionTerm::Shaw { rq, rk, rb, .. } = &self.position {
             let idx = ctx
                 .bucket_index
                 .view([1, 1, n, n])
                 .expand([b, h, n, n], false);
             logits = logits
                 + q.matmul(&rq.transpose(-2, -1)).gather(3, &idx, false)
-                + rk.matmul(&k.transpose(-2, -1)).gather(2, &idx, false);
+                + rk.matmul(&k.transpose(-2, -1)).gather(2, &idx, false)
+                + shaw::gather(rb, ctx.bucket_index);
         }
         let mut logits = logits * (1.0 / (dh as f64).sqrt());
         if let PositionTerm::Smolgen(s) = &self.position {
@@ -130,9 +142,14 @@ impl Attention {
         let (b, n, d) = x.size3().expect("tokens are [B, 64, d]");
         let (q, k, v) = self.qkv(x);
         let z = match &self.position {
-            PositionTerm::Shaw { rq, rk, rv } => {
-                shaw::attend_shaw(&q, &k, &v, (rq, rk, rv), ctx.bucket_index, ctx.shaw_form)
-            }
+            PositionTerm::Shaw { rq, rk, rv, rb } => shaw::attend_shaw(
+                &q,
+                &k,
+                &v,
+                (rq, rk, rv, rb),
+                ctx.bucket_index,
+                ctx.shaw_form,
+            ),
             PositionTerm::Smolgen(s) => {
                 let generator = ctx.smolgen_w.expect("a smolgen net has smolgen_w");
                 shaw::attend(&q, &k, &v, Some(&s.forward(x, generator)))

@@ -1,4 +1,4 @@
-//! The Chessformer model (DESIGN §3): embedding with gates, post-LN encoder layers,
+//! The Chessformer model (docs/METHODS.md §2): embedding with gates, post-LN encoder layers,
 //! attention policy heads and value heads.
 
 pub mod attention;

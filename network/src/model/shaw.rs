@@ -34,10 +34,15 @@ pub fn bucket_index(device: Device) -> Tensor {
     Tensor::from_slice(bucket_table().as_slice()).to_device(device)
 }
 
-/// Gathers a table `[H, 225, d_head]` to `[H, 64, 64, d_head]` (query, key).
+/// Gathers a table `[H, 225, ...]` (a Shaw table `[H, 225, d_head]` or a bias table
+/// `[H, 225]`) to `[H, 64, 64, ...]` (query, key).
 pub fn gather(table: &Tensor, index: &Tensor) -> Tensor {
-    let (h, _, dh) = table.size3().expect("Shaw table is [H, 225, d_head]");
-    table.index_select(1, index).view([h, 64, 64, dh])
+    let size = table.size();
+    let shape: Vec<i64> = (size.iter().take(1).copied())
+        .chain([64, 64])
+        .chain(size.iter().skip(2).copied())
+        .collect();
+    table.index_select(1, index).view(shape.as_slice())
 }
 
 /// Largest batch for which [`attend_shaw`] uses the bucket form; larger batches use the gathered
@@ -46,8 +51,19 @@ pub fn gather(table: &Tensor, index: &Tensor) -> Tensor {
 /// 283 against 814 at batch 256 (the earlier `einsum` form: 142, 568 and 781).
 pub const BUCKET_FORM_MAX_BATCH: i64 = 4;
 
-/// Shaw tables of one layer: query-side, key-side and value-side.
-pub type ShawTables<'a> = (&'a Tensor, &'a Tensor, &'a Tensor);
+/// Shaw tables of one layer: query-side, key-side and value-side (`[H, 225, d_head]` each), and
+/// the position-only logit bias (`[H, 225]`); gathered by [`gather`] to `[H, 64, 64, d_head]`
+/// and `[H, 64, 64]`.
+///
+/// With `q_i`, `k_j`, `v_j` a head's query, key and value and `b = bucket(i, j)`, the logits are
+/// `e_ij = (q_i . k_j + q_i . rq_b + k_j . rk_b + bias_b) / sqrt(d_head)` and the output is
+/// `sum_j softmax_j(e_ij) (v_j + rv_b)`. This is Shaw et al.'s `(q_i + a^Q_ij)(k_j + a^K_ij)^T`
+/// expanded, with the product `a^Q_ij . a^K_ij` of the two tables, a function of the bucket
+/// alone, learned as a free scalar per (head, bucket) instead (which can express any such
+/// product). The bias shares the other terms' `1 / sqrt(d_head)` because it stands for a dot
+/// product of `d_head`-vectors like them. It is zero-initialised, so it changes nothing until
+/// trained (and nets saved before it existed load with it at zero).
+pub type ShawTables<'a> = (&'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor);
 
 /// Plain scaled dot-product attention with an optional `[B, H, 64, 64]` bias added after scaling.
 /// `q`, `k`, `v`: `[B, H, 64, d_head]`; returns `[B, H, 64, d_head]`.
@@ -106,19 +122,20 @@ pub fn attend_shaw(
     if buckets {
         attend_shaw_buckets(q, k, v, tables, index)
     } else {
-        let (tq, tk, tv) = tables;
+        let (tq, tk, tv, tb) = tables;
         let g = |t: &Tensor| gather(t, index);
-        attend_shaw_gathered(q, k, v, (&g(tq), &g(tk), &g(tv)))
+        attend_shaw_gathered(q, k, v, (&g(tq), &g(tk), &g(tv), &g(tb)))
     }
 }
 
-/// Shaw attention over tables gathered to `[H, 64, 64, d_head]` by [`gather`].
+/// Shaw attention over tables gathered by [`gather`] (`[H, 64, 64, d_head]`, the bias
+/// `[H, 64, 64]`).
 ///
 /// Each Shaw term is one batched matrix product over the (head, square) pairs with the batch as
 /// the rows (`einsum` picked kernels that were up to 1.5 times slower here on CPU).
 pub fn attend_shaw_gathered(q: &Tensor, k: &Tensor, v: &Tensor, gathered: ShawTables) -> Tensor {
     let (b, h, n, dh) = q.size4().expect("q is [B, H, 64, d_head]");
-    let (rq, rk, rv) = gathered;
+    let (rq, rk, rv, rb) = gathered;
     // [B, H, 64, x] -> [H*64, rows, x]: one row block per (head, square), the batch padded to
     // at least MIN_ROWS rows (see there: small products round differently).
     let by_square = |t: &Tensor, x: i64| {
@@ -137,7 +154,8 @@ pub fn attend_shaw_gathered(q: &Tensor, k: &Tensor, v: &Tensor, gathered: ShawTa
     // k_j . rk_ij, batched over (h, j): [H*64, B, d] x [H*64, d, 64(i)].
     let rk_t = rk.permute([0, 2, 3, 1]).reshape([h * n, dh, n]);
     let kr = unpad(by_square(k, dh).bmm(&rk_t), n).permute([2, 0, 3, 1]);
-    let logits = (q.matmul(&k.transpose(-2, -1)) + qr + kr) * (1.0 / (dh as f64).sqrt());
+    // The bias [H, 64, 64] broadcasts over the batch, added last as in the bucket form.
+    let logits = (q.matmul(&k.transpose(-2, -1)) + qr + kr + rb) * (1.0 / (dh as f64).sqrt());
     let a = logits.softmax(-1, Kind::Float);
     // sum_j a_ij rv_ij, batched over (h, i): [H*64, B, 64(j)] x [H*64, 64(j), d].
     let ar = unpad(by_square(&a, n).bmm(&rv.reshape([h * n, n, dh])), dh).permute([2, 0, 1, 3]);
@@ -155,13 +173,15 @@ pub fn attend_shaw_buckets(
     index: &Tensor,
 ) -> Tensor {
     let (b, h, n, dh) = q.size4().expect("q is [B, H, 64, d_head]");
-    let (tq, tk, tv) = tables;
+    let (tq, tk, tv, tb) = tables;
     let idx = index.view([1, 1, n, n]).expand([b, h, n, n], false);
     // [B, H, 64(i), 225] picked at bucket(i, j) along the bucket dimension.
     let qr = q.matmul(&tq.transpose(-2, -1)).gather(3, &idx, false);
     // [B, H, 225, 64(j)] picked at bucket(i, j) along the bucket dimension.
     let kr = tk.matmul(&k.transpose(-2, -1)).gather(2, &idx, false);
-    let logits = (q.matmul(&k.transpose(-2, -1)) + qr + kr) * (1.0 / (dh as f64).sqrt());
+    // The bias [H, 64, 64] broadcasts over the batch, added last as in the gathered form.
+    let rb = gather(tb, index);
+    let logits = (q.matmul(&k.transpose(-2, -1)) + qr + kr + rb) * (1.0 / (dh as f64).sqrt());
     let a = logits.softmax(-1, Kind::Float);
     // For a fixed query, j -> bucket(i, j) is one-to-one, so the scatter loses nothing.
     let spread = Tensor::zeros([b, h, n, BUCKETS as i64], (a.kind(), a.device()));
@@ -169,19 +189,15 @@ pub fn attend_shaw_buckets(
 }
 
 /// Slow reference of [`attend_shaw`], one (query, key) pair at a time straight
-/// from the ungathered `[H, 225, d_head]` tables. For tests only.
-pub fn attend_reference(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    tables: (&Tensor, &Tensor, &Tensor),
-) -> Tensor {
+/// from the ungathered tables (see [`ShawTables`]). For tests only.
+pub fn attend_reference(q: &Tensor, k: &Tensor, v: &Tensor, tables: ShawTables) -> Tensor {
     let (b, h, n, dh) = q.size4().expect("q is [B, H, 64, d_head]");
     let to_vec = |t: &Tensor| -> Vec<f64> {
         Vec::<f64>::try_from(t.to_kind(Kind::Double).contiguous().view([-1])).expect("float tensor")
     };
     let (qv, kv, vv) = (to_vec(q), to_vec(k), to_vec(v));
     let (rq, rk, rv) = (to_vec(tables.0), to_vec(tables.1), to_vec(tables.2));
+    let rb = to_vec(tables.3);
     let (h, n, dh, b) = (h as usize, n as usize, dh as usize, b as usize);
     let at =
         |x: &[f64], bi: usize, hi: usize, i: usize, d: usize| x[((bi * h + hi) * n + i) * dh + d];
@@ -199,7 +215,7 @@ pub fn attend_reference(
                             + at(&qv, bi, hi, i, d) * rt(&rq, hi, bk, d)
                             + at(&kv, bi, hi, j, d) * rt(&rk, hi, bk, d);
                     }
-                    *ej = s / (dh as f64).sqrt();
+                    *ej = (s + rb[hi * BUCKETS + bk]) / (dh as f64).sqrt();
                 }
                 let max = e.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let sum: f64 = e.iter().map(|x| (x - max).exp()).sum();

@@ -1,12 +1,13 @@
-//! NAdam, with PyTorch's semantics (`torch.optim.NAdam`, `decoupled_weight_decay=False`):
-//! Nesterov momentum with the momentum-decay schedule of Dozat (psi = 0.004).
+//! NAdam, with PyTorch's semantics (`torch.optim.NAdam`, `decoupled_weight_decay=True`):
+//! Nesterov momentum with the momentum-decay schedule of Dozat (psi = 0.004), and weight decay
+//! decoupled from the gradient (as AdamW) and applied to weight matrices only (see [`decays`]).
 //!
-//! At step t (from 1), for each parameter with gradient g:
+//! At step t (from 1), for each parameter p with gradient g:
 //! ```text
 //! mu_t     = beta1 * (1 - 0.5 * 0.96^(t * psi))
 //! mu_next  = beta1 * (1 - 0.5 * 0.96^((t + 1) * psi))
 //! prod_t   = prod_{i<=t} mu_i
-//! g        = g + weight_decay * p
+//! p       *= 1 - lr * weight_decay          (decayed parameters only)
 //! m        = beta1 * m + (1 - beta1) * g
 //! v        = beta2 * v + (1 - beta2) * g^2
 //! denom    = sqrt(v / (1 - beta2^t)) + eps
@@ -14,9 +15,22 @@
 //! p       -= lr * mu_next / (1 - prod_t * mu_next) * m / denom
 //! ```
 
-use tch::Tensor;
+use std::collections::HashMap;
 
-/// Hyper-parameters of [`NAdam`] (defaults of DESIGN §3).
+use tch::{Tensor, nn};
+
+/// Whether weight decay applies to the variable `name` with `dims` dimensions: the weight
+/// matrices of dense layers (variables `w`, and the smolgen generator `smolgen_w`, a dense
+/// layer's weight too). As usual with AdamW, biases, norm gains and biases, the embedding's
+/// gates and the Shaw tables are not decayed: they are few offsets, scales and position terms
+/// rather than the weights that overfit, and gains and multiplicative gates are neutral at 1,
+/// not 0, so decay would pull them away from their neutral value.
+pub fn decays(name: &str, dims: usize) -> bool {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    dims == 2 && (last == "w" || last == "smolgen_w")
+}
+
+/// Hyper-parameters of [`NAdam`] (defaults: docs/METHODS.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NAdamConfig {
@@ -28,7 +42,8 @@ pub struct NAdamConfig {
     pub eps: f64,
     /// Momentum decay psi.
     pub momentum_decay: f64,
-    /// L2 penalty added to the gradient.
+    /// Decoupled weight decay: each step multiplies every decayed parameter by
+    /// `1 - lr * weight_decay`, apart from the gradient's update (0 = none).
     pub weight_decay: f64,
 }
 
@@ -50,6 +65,8 @@ pub struct NAdam {
     /// Hyper-parameters.
     pub config: NAdamConfig,
     params: Vec<Tensor>,
+    /// Whether weight decay applies to each parameter.
+    decay: Vec<bool>,
     /// First moments, one per parameter.
     pub m: Vec<Tensor>,
     /// Second moments, one per parameter.
@@ -61,8 +78,37 @@ pub struct NAdam {
 }
 
 impl NAdam {
-    /// An optimizer for `params` (e.g. `vs.trainable_variables()`), moments at zero.
+    /// An optimizer for `params`, every one of them decayed, moments at zero. To decay only
+    /// a net's weight matrices use [`NAdam::for_var_store`].
     pub fn new(params: Vec<Tensor>, config: NAdamConfig) -> NAdam {
+        NAdam::with_decay(params.into_iter().map(|p| (p, true)).collect(), config)
+    }
+
+    /// An optimizer for the trainable variables of `vs`, in `vs.trainable_variables()` order
+    /// (the order of saved optimizer states), weight decay on those that [`decays`] picks.
+    pub fn for_var_store(vs: &nn::VarStore, config: NAdamConfig) -> NAdam {
+        // Trainable variables come without names: match them to theirs by storage.
+        let names: HashMap<usize, String> = vs
+            .variables()
+            .into_iter()
+            .map(|(name, t)| (t.data_ptr() as usize, name))
+            .collect();
+        let params = vs
+            .trainable_variables()
+            .into_iter()
+            .map(|p| {
+                let decay = names
+                    .get(&(p.data_ptr() as usize))
+                    .is_some_and(|name| decays(name, p.dim()));
+                (p, decay)
+            })
+            .collect();
+        NAdam::with_decay(params, config)
+    }
+
+    /// An optimizer for `params`, each with whether weight decay applies to it; moments at zero.
+    pub fn with_decay(params: Vec<(Tensor, bool)>, config: NAdamConfig) -> NAdam {
+        let (params, decay): (Vec<Tensor>, Vec<bool>) = params.into_iter().unzip();
         let zeros = |ps: &[Tensor]| {
             ps.iter()
                 .map(|p| p.zeros_like().detach())
@@ -73,6 +119,7 @@ impl NAdam {
             m: zeros(&params),
             v: zeros(&params),
             params,
+            decay,
             step: 0,
             mu_product: 1.0,
         }
@@ -81,6 +128,11 @@ impl NAdam {
     /// The parameters, in the optimizer's order.
     pub fn params(&self) -> &[Tensor] {
         &self.params
+    }
+
+    /// Whether weight decay applies to each parameter, in the optimizer's order.
+    pub fn decayed(&self) -> &[bool] {
+        &self.decay
     }
 
     fn mu(&self, t: u64) -> f64 {
@@ -95,7 +147,7 @@ impl NAdam {
     }
 
     /// One update with learning rate `lr` from the current gradients. Parameters without a
-    /// gradient are left untouched (moments included), as PyTorch does.
+    /// gradient are left untouched (moments and weight decay included), as PyTorch does.
     pub fn step(&mut self, lr: f64) {
         self.step += 1;
         let t = self.step;
@@ -106,17 +158,17 @@ impl NAdam {
         let bias2 = 1.0 - c.beta2.powf(t as f64);
         let step_g = lr * (1.0 - mu) / (1.0 - self.mu_product);
         let step_m = lr * mu_next / (1.0 - self.mu_product * mu_next);
+        let params = self.params.iter_mut().zip(&self.decay);
         tch::no_grad(|| {
-            for ((p, m), v) in self.params.iter_mut().zip(&mut self.m).zip(&mut self.v) {
+            for (((p, &decay), m), v) in params.zip(&mut self.m).zip(&mut self.v) {
                 let g = p.grad();
                 if !g.defined() {
                     continue;
                 }
-                let g = if c.weight_decay != 0.0 {
-                    &g + &*p * c.weight_decay
-                } else {
-                    g
-                };
+                // Decoupled: the decay shrinks the weight itself and never enters the moments.
+                if decay && c.weight_decay != 0.0 {
+                    let _ = p.g_mul_scalar_(1.0 - lr * c.weight_decay);
+                }
                 let _ = m.g_mul_scalar_(c.beta1).g_add_(&(&g * (1.0 - c.beta1)));
                 let _ = v
                     .g_mul_scalar_(c.beta2)
