@@ -12,8 +12,8 @@ use cfzero_mcts::SearchConfig;
 use cfzero_mcts::chess::ChessState;
 use cfzero_network::InferenceHandle;
 use cfzero_selfplay::arena::{
-    ArenaError, ArenaGame, GreedyPlayer, MatchOptions, MatchScore, Player, RandomPlayer,
-    SearchPlayer, StoppablePlayer, run_match, score_sample,
+    ArenaError, ArenaGame, GreedyPlayer, MatchOptions, Player, RandomPlayer, SearchPlayer,
+    StoppablePlayer, run_match,
 };
 use cfzero_selfplay::openings::read_openings;
 use clap::Args;
@@ -21,7 +21,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::match_cmd::{MatchReport, signed};
+use super::match_cmd::{MatchReport, progress_message};
 use super::net_play::{arena_error, play_search, serve_net};
 use super::train::{TrainOutcome, train};
 use crate::config::Config;
@@ -252,16 +252,8 @@ impl Matches<'_> {
             &mut rng,
             &mut |game| {
                 finished.push(game.clone());
-                let score = MatchScore::of(&finished);
-                let (_, elo, _) = score_sample(&finished).elo_interval();
                 progress.inc(1);
-                progress.set_message(format!(
-                    "+{} ={} -{} Elo {}",
-                    score.wins,
-                    score.draws,
-                    score.losses,
-                    signed(elo)
-                ));
+                progress.set_message(progress_message(&finished));
                 true
             },
         );

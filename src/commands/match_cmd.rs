@@ -396,6 +396,19 @@ impl MatchReport {
     }
 }
 
+/// The progress bar's message of a match so far: `+W =D -L Elo E`.
+pub(crate) fn progress_message(finished: &[ArenaGame]) -> String {
+    let score = MatchScore::of(finished);
+    let (_, elo, _) = score_sample(finished).elo_interval();
+    format!(
+        "+{} ={} -{} Elo {}",
+        score.wins,
+        score.draws,
+        score.losses,
+        signed(elo)
+    )
+}
+
 /// An Elo number with its sign, or `-inf`/`+inf` for a shut-out.
 pub(crate) fn signed(elo: f64) -> String {
     if elo.is_infinite() {
@@ -536,19 +549,10 @@ pub fn run(args: &MatchArgs) -> Result<()> {
                 let names = (label_a.as_str(), label_b.as_str());
                 pgn_error = write_pgn(out, game, finished.len() as u64, names).err();
             }
-            let sample = score_sample(&finished);
-            let score = MatchScore::of(&finished);
-            let (_, elo, _) = sample.elo_interval();
             progress.inc(1);
-            progress.set_message(format!(
-                "+{} ={} -{} Elo {}",
-                score.wins,
-                score.draws,
-                score.losses,
-                signed(elo)
-            ));
+            progress.set_message(progress_message(&finished));
             match &sprt {
-                Some(t) => t.decide(&sample).0 == SprtDecision::Continue,
+                Some(t) => t.decide(&score_sample(&finished)).0 == SprtDecision::Continue,
                 None => true,
             }
         },

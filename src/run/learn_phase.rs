@@ -132,7 +132,7 @@ pub fn targets(config: &Config) -> TargetOptions {
 }
 
 /// The learner's losses on up to [`VALIDATION_POSITIONS`] positions of held-out games
-/// (the same draw each time for the same held-out games and step count), averaged over
+/// (the same draw each time for the same held-out games), averaged over
 /// batches weighted by their size. `None` without held-out games.
 fn validate(
     config: &Config,
@@ -161,23 +161,18 @@ fn validate(
         }
         let m = learner.validate(&batch);
         let weight = n as f64 / total as f64;
-        match &mut sum {
-            None => {
-                let mut first = m.clone();
-                first.loss *= weight;
-                first.policy_accuracy *= weight;
-                first.value_mse *= weight;
-                first.terms.iter_mut().for_each(|(_, x)| *x *= weight);
-                sum = Some(first);
-            }
-            Some(s) => {
-                s.loss += weight * m.loss;
-                s.policy_accuracy += weight * m.policy_accuracy;
-                s.value_mse += weight * m.value_mse;
-                for ((_, a), (_, b)) in s.terms.iter_mut().zip(&m.terms) {
-                    *a += weight * b;
-                }
-            }
+        let s = sum.get_or_insert_with(|| StepMetrics {
+            loss: 0.0,
+            terms: m.terms.iter().map(|&(name, _)| (name, 0.0)).collect(),
+            policy_accuracy: 0.0,
+            value_mse: 0.0,
+            ..m.clone()
+        });
+        s.loss += weight * m.loss;
+        s.policy_accuracy += weight * m.policy_accuracy;
+        s.value_mse += weight * m.value_mse;
+        for ((_, a), (_, b)) in s.terms.iter_mut().zip(&m.terms) {
+            *a += weight * b;
         }
         done += n;
     }
