@@ -1,14 +1,17 @@
 //! The run configuration: a TOML file with one table per part of the system.
 
 use std::path::Path;
+use std::sync::Mutex;
 
 use anyhow::Result;
 use cfzero_mcts::SearchConfig;
-use cfzero_network::NetworkConfig;
+use cfzero_network::precision::{self, Bf16Support, Precision};
+use cfzero_network::{InferenceOptions, NetworkConfig};
 use cfzero_selfplay::SelfplayConfig;
 use cfzero_selfplay::window::WindowConfig;
 use cfzero_trainer::TrainConfig;
 use serde::{Deserialize, Serialize};
+use tch::{Device, Kind};
 
 use crate::error::user_error;
 
@@ -83,6 +86,14 @@ pub struct RunConfig {
     /// default). The actor threads need cores too: more threads than free cores make
     /// libtorch's OpenMP workers spin-wait for each other, which costs far more than it gains.
     pub inference_threads: usize,
+    /// Inference servers of self-play, each a thread with its own copy of the net and
+    /// `inference_threads` libtorch threads; actor `a` uses server `a mod inference_servers`.
+    /// On a CPU, one single-threaded server per core evaluates more than one server whose
+    /// libtorch threads synchronise on every small kernel.
+    pub inference_servers: usize,
+    /// Precision of the self-play and evaluation nets: `auto` (bf16 where the device computes
+    /// it natively, else f32), `f32` or `bf16` (see `cfzero_network::precision`).
+    pub inference_precision: Precision,
 }
 
 impl Default for RunConfig {
@@ -99,6 +110,8 @@ impl Default for RunConfig {
             max_batch: 256,
             torch_threads: 0,
             inference_threads: 1,
+            inference_servers: 1,
+            inference_precision: Precision::Auto,
         }
     }
 }
@@ -114,6 +127,30 @@ impl RunConfig {
     pub fn use_inference_threads(&self) {
         set_torch_threads(self.inference_threads);
     }
+
+    /// The options of a self-play or evaluation inference server on `device`: the run's
+    /// `max_batch` and its precision, resolved for the device (see [`inference_kind`]).
+    pub fn inference_options(&self, device: Device) -> InferenceOptions {
+        InferenceOptions {
+            max_batch: self.max_batch,
+            kind: inference_kind(self.inference_precision, device),
+            ..InferenceOptions::default()
+        }
+    }
+}
+
+/// The kind a net requested in `precision` runs in on `device`. Says which path runs and why
+/// on stderr, once per process for each distinct answer.
+pub fn inference_kind(precision: Precision, device: Device) -> Kind {
+    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let resolved = precision::resolve(precision, &Bf16Support::detect(device));
+    if let Ok(mut said) = SAID.lock() {
+        if !said.contains(&resolved.notice) {
+            eprintln!("{}", resolved.notice);
+            said.push(resolved.notice);
+        }
+    }
+    resolved.kind
 }
 
 /// Sets libtorch's thread count; 0 means one thread per core.

@@ -12,6 +12,7 @@ pub mod loss;
 pub mod mask;
 pub mod model;
 pub mod optim;
+pub mod precision;
 
 pub use checkpoint::{CheckpointError, load_net, save_net};
 pub use config::{HeadsConfig, LossWeights, NetworkConfig};
@@ -19,3 +20,4 @@ pub use device::parse_device;
 pub use inference::{InferenceHandle, InferenceOptions, InferenceServer};
 pub use loss::{LossTerms, TrainingBatch, loss};
 pub use model::{ModelOutputs, Net};
+pub use precision::{Bf16Support, Precision, ResolvedPrecision};

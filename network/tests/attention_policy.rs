@@ -8,7 +8,7 @@ use cfzero_network::mask::{legal_mask_from_indices, masked_softmax};
 use cfzero_network::model::attention::{AttentionContext, PositionTerm};
 use cfzero_network::model::shaw::{
     self, BUCKET_FORM_MAX_BATCH, ShawForm, attend_reference, attend_shaw, attend_shaw_buckets,
-    attend_shaw_gathered, bucket, bucket_index, gather,
+    attend_shaw_gathered, bucket, bucket_index, fold_scale, gather,
 };
 use net_support::preset;
 use tch::{Device, Kind, Tensor};
@@ -39,15 +39,19 @@ fn both_fast_shaw_forms_equal_the_slow_reference() {
         let k = Tensor::randn([b, h, 64, dh], opts);
         let v = Tensor::randn([b, h, 64, dh], opts);
         let slow = attend_reference(&q, &k, &v, t);
+        // The fast forms take the query, rk and the bias with the logit scale folded in.
+        let (qs, rks, rbs) = fold_scale(&q, t);
+        let ts = (t.0, &rks, t.2, &rbs);
+        let (gks, gbs) = (gather(&rks, &idx), gather(&rbs, &idx));
         let forms = [
             (
                 "gathered",
-                attend_shaw_gathered(&q, &k, &v, (&g[0], &g[1], &g[2], &g[3])),
+                attend_shaw_gathered(&qs, &k, &v, (&g[0], &gks, &g[2], &gbs)),
             ),
-            ("buckets", attend_shaw_buckets(&q, &k, &v, t, &idx)),
+            ("buckets", attend_shaw_buckets(&qs, &k, &v, ts, &idx)),
             (
                 "by size",
-                attend_shaw(&q, &k, &v, t, &idx, ShawForm::BySize),
+                attend_shaw(&qs, &k, &v, ts, &idx, ShawForm::BySize),
             ),
         ];
         for (name, fast) in forms {
@@ -133,11 +137,12 @@ fn a_layer_of_the_model_uses_its_shaw_tables_like_the_reference() {
     tch::no_grad(|| {
         let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
         let (q, k, v) = attn.qkv(&x);
+        let (qs, rks, rbs) = fold_scale(&q, tables);
         let fast = attend_shaw(
-            &q,
+            &qs,
             &k,
             &v,
-            tables,
+            (tables.0, &rks, tables.2, &rbs),
             &bucket_index(Device::Cpu),
             ShawForm::BySize,
         );
@@ -231,7 +236,9 @@ fn attention_probabilities_reproduce_the_shaw_layer() {
         assert!((sums - 1.0).abs().max().double_value(&[]) < 1e-5);
         // The layer's attention output is p v plus the Shaw value term sum_j p_ij rv_ij.
         let (q, k, v) = attn.qkv(&x);
-        let fused = attend_shaw(&q, &k, &v, tables, &idx, ShawForm::Gathered);
+        let (qs, rks, rbs) = fold_scale(&q, tables);
+        let scaled = (tables.0, &rks, tables.2, &rbs);
+        let fused = attend_shaw(&qs, &k, &v, scaled, &idx, ShawForm::Gathered);
         let g = gather(rv, &idx);
         let by_hand = p.matmul(&v)
             + (p.unsqueeze(-1) * g.unsqueeze(0)).sum_dim_intlist(

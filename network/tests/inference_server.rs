@@ -77,6 +77,7 @@ fn concurrent_requests_each_get_their_own_answers() {
         InferenceOptions {
             max_batch: 24,
             queue_capacity: 4,
+            ..InferenceOptions::default()
         },
     );
     let threads = 6;
@@ -128,6 +129,7 @@ fn an_oversized_request_runs_alone_with_the_same_answers() {
         InferenceOptions {
             max_batch: 4,
             queue_capacity: 2,
+            ..InferenceOptions::default()
         },
     );
     let states = positions(10, 5);

@@ -1,16 +1,24 @@
 //! `cfzero bench nn`: evaluations per second of a net at several batch sizes, the FLOPs
 //! behind them, and how close that comes to the machine's matmul peak measured in the same run.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Result;
+use cfzero_mcts::Game;
+use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_network::checkpoint::load_net;
 use cfzero_network::flops::{flops_per_evaluation, flops_per_play_evaluation};
+use cfzero_network::inference::NetInput;
+use cfzero_network::inference::input::INPUT_FLOATS;
+use cfzero_network::precision::{self, Bf16Support, Precision, PrecisionError, kind_name};
 use cfzero_network::{Net, parse_device};
+use cfzero_selfplay::openings::read_openings;
 use clap::Args;
 use serde::Serialize;
 use tch::{Device, Kind, Tensor};
 
-use crate::config::Config;
+use crate::config::{Config, set_torch_threads};
 use crate::error::user_error;
 use crate::run::progress::bar;
 use crate::user_bail;
@@ -39,6 +47,20 @@ pub struct NnArgs {
     /// Which heads each forward pass computes.
     #[arg(long, value_enum, default_value = "play")]
     pub heads: Heads,
+    /// Precisions to measure side by side (auto, f32, bf16). A precision that would fall back
+    /// to f32 on this device is reported, not measured (`CFZERO_CPU_BF16=1` forces it).
+    #[arg(long, value_delimiter = ',', default_value = "f32,bf16")]
+    pub precision: Vec<Precision>,
+    /// libtorch threads (default: the config's `run.inference_threads`; 0 = one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// A trained net to measure (its own shape; default: a fresh net of the config, seeded).
+    #[arg(long)]
+    pub net: Option<PathBuf>,
+    /// Positions (FEN or EPD, one a line) on which the accuracy of lower precisions is measured
+    /// against f32; up to 256 are used.
+    #[arg(long, default_value = "configs/openings/4mvs_+90_+99.epd")]
+    pub positions: PathBuf,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -105,29 +127,40 @@ fn evaluation_flops(config: &cfzero_network::NetworkConfig, heads: Heads) -> u64
     }
 }
 
-/// The matmul peak of `device` with libtorch's current thread count, in GFLOP/s: the
-/// fastest of a few products of two random `n` x `n` f32 matrices (2 n^3 operations each)
-/// after one warm-up product.
-pub fn matmul_peak(device: Device, n: usize) -> f64 {
-    let n = n.max(1) as i64;
-    let a = Tensor::rand([n, n], (Kind::Float, device));
-    let b = Tensor::rand([n, n], (Kind::Float, device));
+/// The matmul peak of `device` in `kind` with libtorch's current thread count, in GFLOP/s,
+/// and the size it was measured at: the fastest of a few products of two random square
+/// matrices (2 n^3 operations each) after one warm-up product. The size doubles from 256 up to
+/// `max_n` while a product takes under 50 ms, so that a kind the device only emulates (bf16
+/// without native support runs at 1 GFLOP/s) is measured in seconds, not minutes.
+pub fn matmul_peak(device: Device, kind: Kind, max_n: usize) -> (f64, usize) {
     let sync = || {
         if let Device::Cuda(i) = device {
             tch::Cuda::synchronize(i as i64);
         }
     };
-    let _ = a.matmul(&b);
-    sync();
-    let mut best = f64::INFINITY;
-    for _ in 0..MATMUL_REPETITIONS {
+    let product_seconds = |a: &Tensor, b: &Tensor| {
         let start = Instant::now();
-        let c = a.matmul(&b);
+        let c = a.matmul(b);
         sync();
-        best = best.min(start.elapsed().as_secs_f64());
+        let t = start.elapsed().as_secs_f64();
         drop(c);
+        t
+    };
+    let max_n = max_n.max(1);
+    let mut n = max_n.min(256);
+    loop {
+        let a = Tensor::rand([n as i64, n as i64], (kind, device));
+        let b = Tensor::rand([n as i64, n as i64], (kind, device));
+        let first = product_seconds(&a, &b);
+        if n < max_n && first < 0.05 {
+            n = (2 * n).min(max_n);
+            continue;
+        }
+        let best = (0..MATMUL_REPETITIONS)
+            .map(|_| product_seconds(&a, &b))
+            .fold(f64::INFINITY, f64::min);
+        return (2.0 * (n as f64).powi(3) / best.max(1e-12) / 1e9, n);
     }
-    2.0 * (n as f64).powi(3) / best.max(1e-12) / 1e9
 }
 
 /// One row of the report: a measurement against the peak.
@@ -135,8 +168,35 @@ pub fn matmul_peak(device: Device, n: usize) -> f64 {
 struct InferenceRow {
     #[serde(flatten)]
     rate: InferenceRate,
-    /// `gflops_per_second / matmul_peak_gflops_per_second`.
+    /// `gflops_per_second / matmul_peak_gflops_per_second` of the row's precision.
     efficiency: f64,
+}
+
+/// The measurements of one precision.
+#[derive(Debug, Serialize)]
+struct PrecisionReport {
+    /// The precision asked for.
+    requested: Precision,
+    /// The kind it runs in on this device ("f32", "bf16").
+    kind: String,
+    /// Which path runs and why.
+    notice: String,
+    /// False when the request falls back to another kind on this device (not measured).
+    measured: bool,
+    matmul_size: usize,
+    matmul_peak_gflops_per_second: f64,
+    inference: Vec<InferenceRow>,
+}
+
+/// The accuracy of a lower precision against f32.
+#[derive(Debug, Serialize)]
+struct AccuracyReport {
+    /// The lower precision's kind.
+    kind: String,
+    /// Where the positions came from.
+    positions_file: String,
+    #[serde(flatten)]
+    error: PrecisionError,
 }
 
 /// The whole report.
@@ -148,9 +208,43 @@ struct NnReport {
     heads: Heads,
     device: String,
     threads: i32,
-    matmul_size: usize,
-    matmul_peak_gflops_per_second: f64,
-    inference: Vec<InferenceRow>,
+    precisions: Vec<PrecisionReport>,
+    accuracy: Vec<AccuracyReport>,
+}
+
+/// The net to measure: the one in `path`, or a fresh one of `config`'s shape, seeded.
+fn make_net(config: &Config, path: Option<&Path>, device: Device) -> Result<Net> {
+    match path {
+        Some(p) => load_net(p, device).map_err(user_error),
+        None => {
+            tch::manual_seed(1);
+            Net::new(&config.network, device).map_err(user_error)
+        }
+    }
+}
+
+/// Inputs `[N, 64, 112]` and the legal policy indices of the first `max` positions of `path`.
+fn real_positions(path: &Path, max: usize) -> Result<(Tensor, Vec<Vec<usize>>)> {
+    let fens = read_openings(path).map_err(user_error)?;
+    let mut inputs = Vec::new();
+    let mut legal = Vec::new();
+    let mut moves = Vec::new();
+    for fen in fens.iter().take(max) {
+        let state = ChessState::from_fen(fen, HistoryFill::No).map_err(user_error)?;
+        let mut tokens = vec![0.0f32; INPUT_FLOATS];
+        state.encode(&mut tokens);
+        state.legal_moves(&mut moves);
+        if moves.is_empty() {
+            continue;
+        }
+        inputs.extend_from_slice(&tokens);
+        legal.push(moves.iter().map(|m| state.policy_index(m)).collect());
+    }
+    if legal.is_empty() {
+        user_bail!("{}: no position with a legal move", path.display());
+    }
+    let n = legal.len() as i64;
+    Ok((Tensor::from_slice(&inputs).view([n, 64, 112]), legal))
 }
 
 /// Runs the measurement.
@@ -163,38 +257,100 @@ pub fn run(args: &NnArgs) -> Result<()> {
     if args.seconds.is_nan() || args.seconds <= 0.0 {
         user_bail!("--seconds must be more than 0 (got {})", args.seconds);
     }
-    config.run.use_training_threads();
-    tch::manual_seed(1);
-    let net = Net::new(&config.network, device).map_err(user_error)?;
-    let pb = bar(args.batches.len() as u64 + 1, "nn", "measurements");
-    pb.set_message("matmul peak");
-    let peak = matmul_peak(device, args.matmul_size);
-    pb.inc(1);
-    let mut inference = Vec::new();
-    for &batch in &args.batches {
-        pb.set_message(format!("batch {batch}"));
-        let rate = measure_inference(&net, args.heads, batch, args.seconds);
-        inference.push(InferenceRow {
-            rate,
-            efficiency: rate.gflops_per_second / peak,
-        });
+    set_torch_threads(args.threads.unwrap_or(config.run.inference_threads));
+    let max_batch = args.batches.iter().copied().max().unwrap_or(1);
+    let support = Bf16Support::detect(device);
+    let pb = bar(
+        (args.batches.len() as u64 + 1) * args.precision.len() as u64,
+        "nn",
+        "measurements",
+    );
+    let mut precisions = Vec::new();
+    let mut accuracy = Vec::new();
+    let mut parameters = 0;
+    let mut kinds_done = Vec::new();
+    for &requested in &args.precision {
+        let resolved = precision::resolve(requested, &support);
+        let kind = resolved.kind;
+        // The accuracy of a lower precision does not depend on its speed: measured even where
+        // the device only emulates it.
+        let lower = match requested {
+            Precision::Bf16 => Some(Kind::BFloat16),
+            _ => (kind != Kind::Float).then_some(kind),
+        };
+        if let Some(lower) = lower.filter(|k| {
+            !accuracy
+                .iter()
+                .any(|a: &AccuracyReport| a.kind == kind_name(*k))
+        }) {
+            pb.set_message(format!("{} accuracy", kind_name(lower)));
+            let (inputs, legal) = real_positions(&args.positions, 256)?;
+            let mut reference = make_net(&config, args.net.as_deref(), device)?;
+            reference.prepare_serving(Kind::Float, legal.len());
+            let mut other = make_net(&config, args.net.as_deref(), device)?;
+            other.prepare_serving(lower, legal.len());
+            let error = precision::compare_nets(&reference, &other, &inputs, &legal)
+                .ok_or_else(|| user_error("the net has no value head to compare"))?;
+            accuracy.push(AccuracyReport {
+                kind: kind_name(lower),
+                positions_file: args.positions.display().to_string(),
+                error,
+            });
+        }
+        let measured = !resolved.fell_back && !kinds_done.contains(&kind);
+        let mut report = PrecisionReport {
+            requested,
+            kind: kind_name(kind),
+            notice: resolved.notice,
+            measured,
+            matmul_size: 0,
+            matmul_peak_gflops_per_second: 0.0,
+            inference: Vec::new(),
+        };
+        if !measured {
+            pb.inc(args.batches.len() as u64 + 1);
+            precisions.push(report);
+            continue;
+        }
+        kinds_done.push(kind);
+        let mut net = make_net(&config, args.net.as_deref(), device)?;
+        parameters = net.parameter_count();
+        net.prepare_serving(kind, max_batch);
+        pb.set_message(format!("{} matmul peak", kind_name(kind)));
+        let (peak, n) = matmul_peak(device, kind, args.matmul_size);
+        (report.matmul_peak_gflops_per_second, report.matmul_size) = (peak, n);
         pb.inc(1);
+        for &batch in &args.batches {
+            pb.set_message(format!("{} batch {batch}", kind_name(kind)));
+            let rate = measure_inference(&net, args.heads, batch, args.seconds);
+            report.inference.push(InferenceRow {
+                rate,
+                efficiency: rate.gflops_per_second / peak,
+            });
+            pb.inc(1);
+        }
+        precisions.push(report);
     }
     pb.finish_and_clear();
     let report = NnReport {
-        parameters: net.parameter_count(),
+        parameters,
         mflops_per_evaluation: evaluation_flops(&config.network, args.heads) as f64 / 1e6,
         heads: args.heads,
         device: format!("{device:?}"),
         threads: tch::get_num_threads(),
-        matmul_size: args.matmul_size,
-        matmul_peak_gflops_per_second: peak,
-        inference,
+        precisions,
+        accuracy,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
+    print_report(&report);
+    Ok(())
+}
+
+/// The report as text: one table per measured precision, side by side by batch.
+fn print_report(report: &NnReport) {
     println!(
         "{} parameters, {:.2} MFLOP per evaluation ({}), {} ({} threads)",
         report.parameters,
@@ -206,23 +362,42 @@ pub fn run(args: &NnArgs) -> Result<()> {
         report.device,
         report.threads
     );
-    println!(
-        "matmul peak: {:.1} GFLOP/s (f32, {n} x {n} @ {n} x {n}, best of {MATMUL_REPETITIONS})",
-        report.matmul_peak_gflops_per_second,
-        n = report.matmul_size
-    );
-    println!(
-        "{:>6} {:>14} {:>10} {:>11}",
-        "batch", "evaluations/s", "GFLOP/s", "of peak"
-    );
-    for r in &report.inference {
+    for p in &report.precisions {
+        println!("{}", p.notice);
+        if !p.measured {
+            println!("  not measured: it runs as {} here", p.kind);
+            continue;
+        }
         println!(
-            "{:>6} {:>14.0} {:>10.1} {:>10.1}%",
-            r.rate.batch,
-            r.rate.evaluations_per_second,
-            r.rate.gflops_per_second,
-            100.0 * r.efficiency
+            "  matmul peak: {:.1} GFLOP/s ({kind}, {n} x {n} @ {n} x {n}, best of {MATMUL_REPETITIONS})",
+            p.matmul_peak_gflops_per_second,
+            kind = p.kind,
+            n = p.matmul_size
+        );
+        println!(
+            "  {:>6} {:>14} {:>10} {:>11}",
+            "batch", "evaluations/s", "GFLOP/s", "of peak"
+        );
+        for r in &p.inference {
+            println!(
+                "  {:>6} {:>14.0} {:>10.1} {:>10.1}%",
+                r.rate.batch,
+                r.rate.evaluations_per_second,
+                r.rate.gflops_per_second,
+                100.0 * r.efficiency
+            );
+        }
+    }
+    for a in &report.accuracy {
+        println!(
+            "{} against f32 on {} positions of {}: policy KL mean {:.2e} max {:.2e} nats; value difference mean {:.2e} max {:.2e}",
+            a.kind,
+            a.error.positions,
+            a.positions_file,
+            a.error.mean_policy_kl,
+            a.error.max_policy_kl,
+            a.error.mean_value_difference,
+            a.error.max_value_difference
         );
     }
-    Ok(())
 }

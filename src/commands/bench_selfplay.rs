@@ -1,14 +1,18 @@
 //! `cfzero bench selfplay`: the self-play of a config (the actors and inference server of
-//! `cfzero train`) for a fixed number of moves, against the limit its net sets: the net's
-//! evaluations per second at the batch size self-play reached, over the simulations per move.
+//! `cfzero train`) for a fixed number of moves, against the limit its net sets: the inference
+//! servers' evaluations per second at the batch size self-play reached (real positions, copies
+//! included), over the simulations per move.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+use std::time::Instant;
+
 use anyhow::Result;
+use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
 use cfzero_network::checkpoint::load_net;
-use cfzero_network::model::shaw::ShawForm;
-use cfzero_network::{Net, parse_device};
+use cfzero_network::{InferenceHandle, InferenceServer, Net, parse_device};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::{ActorId, MoveCount};
 use clap::Args;
@@ -78,9 +82,12 @@ struct Inference {
 /// The limit that the net's speed sets.
 #[derive(Debug, Serialize)]
 struct NnBound {
-    /// Batch size measured: self-play's average batch, rounded.
+    /// Batch size measured: self-play's average batch per server, rounded.
     batch: usize,
-    /// The net's evaluations per second at that batch (the `bench nn` measurement).
+    /// Inference servers measured side by side (`run.inference_servers`).
+    servers: usize,
+    /// Their evaluations per second together, at that batch, on real positions with the
+    /// copies in and out (see `served_rate`).
     evaluations_per_second: f64,
     /// Simulations per move by the config: full and cheap searches in its ratio.
     simulations_per_move: f64,
@@ -121,6 +128,65 @@ fn make_net(config: &Config, path: Option<&Path>, device: Device) -> Result<Net>
     }
 }
 
+/// Evaluations per second of `run.inference_servers` inference servers with the options
+/// self-play gives them (each with a copy of `net`), each fed batches of `batch` real
+/// positions (the openings, else the start position) by a thread of its own through the
+/// evaluator interface, as actors feed them: the encoding, the channel and the copies in and
+/// out are included. Counted for about `seconds` after one warm-up batch per server.
+fn served_rate(
+    config: &Config,
+    net: Net,
+    openings: &[String],
+    batch: usize,
+    seconds: f64,
+) -> Result<f64> {
+    let mut leaves = LeafBatch::<ChessState>::new();
+    let mut moves = Vec::new();
+    let states: Vec<ChessState> = if openings.is_empty() {
+        vec![ChessState::new()]
+    } else {
+        openings
+            .iter()
+            .filter_map(|fen| ChessState::from_fen(fen, HistoryFill::No).ok())
+            .collect()
+    };
+    for state in states.iter().cycle().take(batch) {
+        state.legal_moves(&mut moves);
+        leaves.push(state, &moves);
+    }
+    let options = config.run.inference_options(net.device());
+    let servers = config.run.inference_servers.max(1);
+    let mut handles = Vec::with_capacity(servers);
+    for _ in 1..servers {
+        handles.push(InferenceServer::spawn(net.try_clone()?, options));
+    }
+    handles.push(InferenceServer::spawn(net, options));
+    let counts = std::thread::scope(|scope| {
+        let threads: Vec<_> = handles
+            .iter()
+            .map(|handle: &InferenceHandle<ChessState>| {
+                let leaves = &leaves;
+                scope.spawn(move || -> Result<(usize, f64)> {
+                    let mut out = Evaluations::default();
+                    handle.evaluate(leaves, &mut out)?;
+                    let start = Instant::now();
+                    let mut evaluations = 0;
+                    while evaluations == 0 || start.elapsed().as_secs_f64() < seconds {
+                        handle.evaluate(leaves, &mut out)?;
+                        evaluations += leaves.len();
+                    }
+                    Ok((evaluations, start.elapsed().as_secs_f64()))
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("a measuring thread panicked"))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    Ok(counts.iter().map(|&(n, s)| n as f64 / s.max(1e-9)).sum())
+}
+
 /// Runs the measurement.
 pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
     let config = Config::load(&args.config)?;
@@ -144,7 +210,7 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
         pb.set_message(format!(
             "avg batch {:.1}, inference busy {:.0}%",
             live.inference.average_batch(),
-            100.0 * live.inference.busy_seconds / live.seconds.max(1e-9)
+            100.0 * live.inference.busy_share(live.seconds)
         ));
     };
     let (mut finished, mut finished_plies) = (0u64, 0u64);
@@ -180,25 +246,22 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
     let inf = outcome.inference;
     let average_batch = inf.average_batch();
 
-    // The net's own speed at the batch size self-play reached, with the inference thread's
-    // settings: its thread count and its form of Shaw attention.
+    // The servers' own speed at the batch size self-play reached, fed real positions through
+    // the evaluator interface as the actors feed them.
     let batch = (average_batch.round() as usize).max(1);
-    let wait = spinner(format!("measuring the net at batch {batch}"));
+    let servers = config.run.inference_servers.max(1);
+    let wait = spinner(format!(
+        "measuring {servers} inference server(s) at batch {batch}"
+    ));
     config.run.use_inference_threads();
-    let mut net = make_net(&config, args.net.as_deref(), device)?;
-    net.model.shaw_form = ShawForm::for_max_batch(config.run.max_batch.max(1));
-    let rate = super::bench_nn::measure_inference(
-        &net,
-        super::bench_nn::Heads::Play,
-        batch,
-        args.nn_seconds,
-    );
+    let net = make_net(&config, args.net.as_deref(), device)?;
+    let served = served_rate(&config, net, &openings, batch, args.nn_seconds)?;
     wait.finish_and_clear();
     let sp = &config.selfplay;
     let full = f64::from(sp.full_search_fraction.clamp(0.0, 1.0));
     let simulations_per_move =
         full * f64::from(sp.simulations) + (1.0 - full) * f64::from(sp.cheap_simulations);
-    let bound = rate.evaluations_per_second / simulations_per_move.max(1.0);
+    let bound = served / simulations_per_move.max(1.0);
 
     let report = SelfplayReport {
         config: args.config.display().to_string(),
@@ -225,11 +288,12 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
             positions: inf.positions,
             average_batch,
             evaluations_per_move: inf.positions as f64 / positions.max(1) as f64,
-            busy_share: inf.busy_seconds / seconds,
+            busy_share: inf.busy_share(seconds),
         },
         nn_bound: NnBound {
             batch,
-            evaluations_per_second: rate.evaluations_per_second,
+            servers,
+            evaluations_per_second: served,
             simulations_per_move,
             positions_per_second: bound,
         },
@@ -268,9 +332,10 @@ fn print_table(r: &SelfplayReport) {
         r.inference.evaluations_per_move
     );
     println!(
-        "net bound      {:>10.1} /s  ({:.0} evaluations/s at batch {} / {:.1} simulations per move)",
+        "net bound      {:>10.1} /s  ({:.0} evaluations/s of {} server(s) at batch {} / {:.1} simulations per move)",
         r.nn_bound.positions_per_second,
         r.nn_bound.evaluations_per_second,
+        r.nn_bound.servers,
         r.nn_bound.batch,
         r.nn_bound.simulations_per_move
     );

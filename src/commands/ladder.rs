@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use cfzero_network::checkpoint::write_file_atomically;
-use cfzero_network::parse_device;
+use cfzero_network::{Precision, parse_device};
 use cfzero_selfplay::arena::{MatchOptions, MatchScore, SearchPlayer, run_match};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::ratings::{PairResult, fit_ratings};
@@ -50,6 +50,10 @@ pub struct LadderArgs {
     /// Device: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Inference precision of the nets: auto (bf16 where the device computes it natively),
+    /// f32 or bf16.
+    #[arg(long, default_value = "auto")]
+    pub precision: Precision,
 }
 
 /// The games played between two generations so far.
@@ -184,8 +188,8 @@ pub fn run(args: &LadderArgs) -> Result<()> {
             .chain(&openings[..skip])
             .cloned()
             .collect();
-        let net_a = serve_net(&dir.net(a), device)?;
-        let net_b = serve_net(&dir.net(b), device)?;
+        let net_a = serve_net(&dir.net(a), device, args.precision)?;
+        let net_b = serve_net(&dir.net(b), device, args.precision)?;
         let mut player_a = SearchPlayer::new(format!("gen {a}"), &net_a, search.clone(), args.sims);
         let mut player_b = SearchPlayer::new(format!("gen {b}"), &net_b, search.clone(), args.sims);
         let options = MatchOptions {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use cfzero_mcts::SearchConfig;
 use cfzero_mcts::chess::{ChessState, HistoryFill};
-use cfzero_network::{InferenceHandle, parse_device};
+use cfzero_network::{InferenceHandle, Precision, parse_device};
 use cfzero_selfplay::arena::{
     ArenaGame, GreedyPlayer, MatchOptions, MatchScore, Player, RandomPlayer, SearchPlayer,
     run_match, score_sample,
@@ -132,6 +132,10 @@ pub struct MatchArgs {
     /// Device of the nets: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Inference precision of the nets: auto (bf16 where the device computes it natively),
+    /// f32 or bf16.
+    #[arg(long, default_value = "auto")]
+    pub precision: Precision,
     /// Print the result as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -419,9 +423,13 @@ pub(crate) fn signed(elo: f64) -> String {
 }
 
 /// Starts the inference server of a net side (none for other sides).
-fn serve(side: &Side, device: tch::Device) -> Result<Option<InferenceHandle<ChessState>>> {
+fn serve(
+    side: &Side,
+    device: tch::Device,
+    precision: Precision,
+) -> Result<Option<InferenceHandle<ChessState>>> {
     match side {
-        Side::Net { path, .. } => serve_net(path, device).map(Some),
+        Side::Net { path, .. } => serve_net(path, device, precision).map(Some),
         _ => Ok(None),
     }
 }
@@ -515,8 +523,8 @@ pub fn run(args: &MatchArgs) -> Result<()> {
     let search = play_search(args.config.as_deref())?;
     let device = parse_device(&args.device).map_err(user_error)?;
     let (label_a, label_b) = (side_a.label(), side_b.label());
-    let handle_a = serve(&side_a, device)?;
-    let handle_b = serve(&side_b, device)?;
+    let handle_a = serve(&side_a, device, args.precision)?;
+    let handle_b = serve(&side_b, device, args.precision)?;
     let mut a = player(&side_a, handle_a.as_ref(), &search, concurrency)?;
     let mut b = player(&side_b, handle_b.as_ref(), &search, concurrency)?;
     let mut pgn = match &args.pgn {

@@ -6,18 +6,23 @@ use anyhow::Result;
 use cfzero_mcts::SearchConfig;
 use cfzero_mcts::chess::ChessState;
 use cfzero_network::checkpoint::load_net;
-use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer};
+use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Precision};
 use cfzero_selfplay::arena::ArenaError;
 
-use crate::config::Config;
+use crate::config::{Config, inference_kind};
 use crate::error::user_error;
 
-/// Loads the net at `path` onto `device` and starts its inference server (a missing or
-/// broken file is the user's error).
-pub fn serve_net(path: &Path, device: tch::Device) -> Result<InferenceHandle<ChessState>> {
+/// Loads the net at `path` onto `device` and starts its inference server in `precision` (a
+/// missing or broken file is the user's error).
+pub fn serve_net(
+    path: &Path,
+    device: tch::Device,
+    precision: Precision,
+) -> Result<InferenceHandle<ChessState>> {
     let net = load_net(path, device).map_err(user_error)?;
     let options = InferenceOptions {
         max_batch: 256,
+        kind: inference_kind(precision, device),
         ..InferenceOptions::default()
     };
     Ok(InferenceServer::spawn(net, options))

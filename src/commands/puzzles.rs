@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use cfzero_network::parse_device;
+use cfzero_network::{Precision, parse_device};
 use cfzero_selfplay::arena::SearchPlayer;
 use cfzero_selfplay::puzzles::{BANDS, PuzzleTally, read_puzzles, solve_puzzles};
 use clap::Args;
@@ -39,6 +39,10 @@ pub struct PuzzlesArgs {
     /// Device: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Inference precision of the net: auto (bf16 where the device computes it natively),
+    /// f32 or bf16.
+    #[arg(long, default_value = "auto")]
+    pub precision: Precision,
     /// Print the tally and every outcome as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -55,7 +59,7 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
     let puzzles = read_puzzles(&args.file, args.limit).map_err(user_error)?;
     let search = play_search(args.config.as_deref())?;
     let device = parse_device(&args.device).map_err(user_error)?;
-    let handle = serve_net(&args.net, device)?;
+    let handle = serve_net(&args.net, device, args.precision)?;
     let name = args.net.file_stem().unwrap_or_default().to_string_lossy();
     let mut player = SearchPlayer::new(name, &handle, search, args.sims);
     let progress = bar(puzzles.len() as u64, "puzzles", "puzzles");

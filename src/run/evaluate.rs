@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 use cfzero_mcts::chess::ChessState;
-use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};
+use cfzero_network::{InferenceHandle, InferenceServer, Net};
 use cfzero_selfplay::arena::{
     ArenaError, GreedyPlayer, MatchScore, Player, RandomPlayer, SearchPlayer, StoppablePlayer,
     play_match,
@@ -37,10 +37,7 @@ pub fn evaluate(
     seed: u64,
     stop: &AtomicBool,
 ) -> Result<Option<EvalSummary>> {
-    let opts = InferenceOptions {
-        max_batch: config.run.max_batch,
-        ..InferenceOptions::default()
-    };
+    let opts = config.run.inference_options(candidate.device());
     config.run.use_inference_threads();
     let a: InferenceHandle<ChessState> = InferenceServer::spawn(candidate, opts);
     let b: InferenceHandle<ChessState> = InferenceServer::spawn(first, opts);

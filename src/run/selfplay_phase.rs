@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use cfzero_mcts::chess::ChessState;
 use cfzero_network::checkpoint::write_file_atomically;
 use cfzero_network::inference::StatsSnapshot;
-use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};
+use cfzero_network::{InferenceHandle, InferenceServer, Net};
 use cfzero_selfplay::pgn::{PgnTags, game_to_pgn};
 use cfzero_selfplay::record::{RECORD_EXTENSION, read_records, write_records};
 use cfzero_selfplay::{ActorId, ActorStats, FinishedGame, GameResult, MoveCount, play_games};
@@ -121,7 +121,7 @@ pub struct Live {
     pub positions: u64,
     /// Seconds since the inference server started.
     pub seconds: f64,
-    /// The inference thread's counters so far.
+    /// The inference threads' counters so far, summed.
     pub inference: StatsSnapshot,
 }
 
@@ -130,7 +130,7 @@ pub struct Live {
 pub struct ActorsOutcome {
     /// The actors' counters, summed.
     pub stats: ActorStats,
-    /// The inference thread's counters.
+    /// The inference threads' counters, summed.
     pub inference: StatsSnapshot,
     /// Wall time from the inference server's start to the last actor's end.
     pub seconds: f64,
@@ -140,7 +140,8 @@ pub struct ActorsOutcome {
 const TICK: Duration = Duration::from_millis(100);
 
 /// The self-play engine of `train`, `selfplay` and `bench selfplay`: plays up to `games` games
-/// with `net` on the config's actor threads behind one inference server, actor `a` seeded
+/// with `net` on the config's actor threads behind `run.inference_servers` inference servers
+/// (each with its own copy of the net), actor `a` seeded
 /// `base.seed ^ a`. Stops early when `stop` is set or `moves` reaches its limit. On the
 /// calling thread, each finished game goes to `on_game` as it ends, and `on_tick` runs at
 /// least every 100 ms while the actors play.
@@ -158,17 +159,26 @@ pub fn run_actors(
 ) -> Result<ActorsOutcome> {
     let start = Instant::now();
     config.run.use_inference_threads();
-    let handle: InferenceHandle<ChessState> = InferenceServer::spawn(
-        net,
-        InferenceOptions {
-            max_batch: config.run.max_batch,
-            ..InferenceOptions::default()
-        },
-    );
+    let options = config.run.inference_options(net.device());
+    let servers = config.run.inference_servers.max(1);
+    let mut handles: Vec<InferenceHandle<ChessState>> = Vec::with_capacity(servers);
+    for _ in 1..servers {
+        let copy = net
+            .try_clone()
+            .context("copying the net for another inference server")?;
+        handles.push(InferenceServer::spawn(copy, options));
+    }
+    handles.push(InferenceServer::spawn(net, options));
+    let stats = || {
+        handles
+            .iter()
+            .map(InferenceHandle::stats)
+            .sum::<StatsSnapshot>()
+    };
     let live = || Live {
         positions: moves.played(),
         seconds: start.elapsed().as_secs_f64(),
-        inference: handle.stats(),
+        inference: stats(),
     };
     let actors = config.selfplay.actors.max(1);
     let (tx, rx) = crossbeam_channel::unbounded::<FinishedGame>();
@@ -176,7 +186,8 @@ pub fn run_actors(
         let mut threads = Vec::new();
         for a in 0..actors {
             let share = games / actors + usize::from(a < games % actors);
-            let (tx, handle) = (tx.clone(), handle.clone());
+            // Actor a plays through server a mod servers, so the servers share the actors.
+            let (tx, handle) = (tx.clone(), handles[a % servers].clone());
             let id = ActorId {
                 generation: base.generation,
                 seed: base.seed ^ a as u64,
@@ -224,7 +235,7 @@ pub fn run_actors(
         outcome.stats.simulations += s.simulations;
     }
     outcome.seconds = start.elapsed().as_secs_f64();
-    outcome.inference = handle.stats();
+    outcome.inference = stats();
     Ok(outcome)
 }
 

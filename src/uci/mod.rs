@@ -18,6 +18,7 @@ use anyhow::Result;
 use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_mcts::{SearchConfig, SearchMode};
 use cfzero_network::checkpoint::load_net;
+use cfzero_network::precision::{self, Bf16Support, Precision};
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, parse_device};
 use clap::Args;
 use shakmaty::Color;
@@ -44,6 +45,10 @@ pub struct UciArgs {
     /// Device: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Inference precision (the `Precision` option): auto (bf16 where the device computes it
+    /// natively), f32 or bf16.
+    #[arg(long, default_value = "auto")]
+    pub precision: Precision,
 }
 
 /// The engine's options, as `setoption` sets them.
@@ -54,6 +59,7 @@ struct Options {
     simulations: u64,
     mode: SearchMode,
     move_overhead_ms: u64,
+    precision: Precision,
 }
 
 /// The `option` lines of the `uci` answer.
@@ -74,6 +80,10 @@ fn option_lines(o: &Options) -> Vec<String> {
         ),
         "option name SearchMode type combo default gumbel var gumbel var puct".to_string(),
         "option name MoveOverhead type spin default 50 min 0 max 5000".to_string(),
+        format!(
+            "option name Precision type combo default {} var auto var f32 var bf16",
+            o.precision
+        ),
     ]
 }
 
@@ -81,6 +91,7 @@ fn option_lines(o: &Options) -> Vec<String> {
 struct Loaded {
     path: PathBuf,
     threads: usize,
+    precision: Precision,
     handle: InferenceHandle<ChessState>,
 }
 
@@ -160,6 +171,10 @@ impl Engine {
                 Some(n) => self.options.move_overhead_ms = n,
                 None => println!("info string ignored: MoveOverhead {value:?} is not 0 to 5000"),
             },
+            "precision" => match value.parse::<Precision>() {
+                Ok(p) => self.options.precision = p,
+                Err(e) => println!("info string ignored: Precision: {e}"),
+            },
             _ => println!("info string ignored: unknown option {name:?}"),
         }
     }
@@ -199,11 +214,11 @@ impl Engine {
             println!("info string no net: set the Net option or start with --net");
             return false;
         };
-        let threads = self.options.threads;
+        let (threads, precision) = (self.options.threads, self.options.precision);
         if self
             .loaded
             .as_ref()
-            .is_some_and(|l| l.path == path && l.threads == threads)
+            .is_some_and(|l| l.path == path && l.threads == threads && l.precision == precision)
         {
             return true;
         }
@@ -212,14 +227,18 @@ impl Engine {
         match load_net(&path, self.device) {
             Ok(net) => {
                 // One position per forward pass: the search evaluates one leaf at a time.
+                let resolved = precision::resolve(precision, &Bf16Support::detect(self.device));
+                println!("info string {}", resolved.notice);
                 let options = InferenceOptions {
                     max_batch: 1,
+                    kind: resolved.kind,
                     ..InferenceOptions::default()
                 };
                 let handle = InferenceServer::spawn(net, options);
                 self.loaded = Some(Loaded {
                     path,
                     threads,
+                    precision,
                     handle,
                 });
                 true
@@ -307,6 +326,7 @@ pub fn run(args: &UciArgs) -> Result<()> {
             simulations: args.sims,
             mode: SearchMode::Gumbel,
             move_overhead_ms: 50,
+            precision: args.precision,
         },
         device,
         loaded: None,

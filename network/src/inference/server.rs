@@ -14,7 +14,6 @@ use tch::{Kind, Tensor};
 use super::input::{INPUT_FLOATS, NetInput};
 use crate::encoding::POLICY_SIZE;
 use crate::model::Net;
-use crate::model::shaw::ShawForm;
 
 /// Options of [`InferenceServer::spawn`].
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +22,8 @@ pub struct InferenceOptions {
     pub max_batch: usize,
     /// Capacity of the request channel (in requests); senders block when it is full.
     pub queue_capacity: usize,
+    /// Kind the net runs in: `Float`, or `BFloat16` (see [`crate::precision`]).
+    pub kind: Kind,
 }
 
 impl Default for InferenceOptions {
@@ -30,6 +31,7 @@ impl Default for InferenceOptions {
         InferenceOptions {
             max_batch: 256,
             queue_capacity: 64,
+            kind: Kind::Float,
         }
     }
 }
@@ -49,11 +51,31 @@ pub struct StatsSnapshot {
     pub batches: u64,
     /// Positions evaluated.
     pub positions: u64,
-    /// Seconds spent building inputs, running the net and splitting results.
+    /// Seconds spent building inputs, running the net and splitting results (summed over
+    /// servers for a sum of snapshots).
     pub busy_seconds: f64,
+    /// Inference threads counted (1 for one server's snapshot).
+    pub servers: u32,
+}
+
+impl std::iter::Sum for StatsSnapshot {
+    fn sum<I: Iterator<Item = StatsSnapshot>>(iter: I) -> StatsSnapshot {
+        iter.fold(StatsSnapshot::default(), |a, b| StatsSnapshot {
+            batches: a.batches + b.batches,
+            positions: a.positions + b.positions,
+            busy_seconds: a.busy_seconds + b.busy_seconds,
+            servers: a.servers + b.servers,
+        })
+    }
 }
 
 impl StatsSnapshot {
+    /// The share of `seconds` of wall time the inference threads were busy (1.0: every one of
+    /// them all the time).
+    pub fn busy_share(&self, seconds: f64) -> f64 {
+        self.busy_seconds / (seconds * f64::from(self.servers.max(1))).max(1e-9)
+    }
+
     /// Average positions per forward pass.
     pub fn average_batch(&self) -> f64 {
         if self.batches == 0 {
@@ -118,10 +140,9 @@ impl InferenceServer {
     /// `no_grad`) and returns the handle that evaluators share. The thread ends when every
     /// handle is dropped.
     ///
-    /// The net's Shaw attention form is fixed for the server's `max_batch`, so that a position
-    /// evaluates to the same outputs whichever requests share its forward pass.
+    /// The net is readied by [`Net::prepare_serving`] for `options.kind` and `max_batch`.
     pub fn spawn<G: NetInput>(mut net: Net, options: InferenceOptions) -> InferenceHandle<G> {
-        net.model.shaw_form = ShawForm::for_max_batch(options.max_batch.max(1));
+        net.prepare_serving(options.kind, options.max_batch);
         let (tx, rx) = crossbeam_channel::bounded(options.queue_capacity.max(1));
         let stats = Arc::new(InferenceStats::default());
         let pool = Arc::new(BufferPool::default());
@@ -176,6 +197,7 @@ impl<G> InferenceHandle<G> {
             batches: self.stats.batches.load(Ordering::Relaxed),
             positions: self.stats.positions.load(Ordering::Relaxed),
             busy_seconds: self.stats.busy_nanos.load(Ordering::Relaxed) as f64 * 1e-9,
+            servers: 1,
         }
     }
 
@@ -247,7 +269,7 @@ impl<G: NetInput> Evaluator<G> for InferenceHandle<G> {
 
 /// The inference thread's loop.
 fn serve(
-    net: Net,
+    mut net: Net,
     rx: Receiver<Message>,
     max_batch: usize,
     stats: &InferenceStats,
@@ -266,7 +288,12 @@ fn serve(
         };
         let mut positions = match first {
             Message::Publish(weights, ack) => {
-                let _ = ack.send(copy_weights(&net, &weights));
+                let copied = copy_weights(&net, &weights);
+                if copied.is_ok() {
+                    let form = net.model.shaw_form;
+                    net.model.prepare_inference(form);
+                }
+                let _ = ack.send(copied);
                 continue;
             }
             Message::Evaluate(r) => {
@@ -347,13 +374,10 @@ fn run_batch(
     }
 }
 
-/// One forward pass: (policy logits `[n*1858]`, WDL probabilities `[n*3]`, values `[n]`).
-///
-/// The value is W - L of the winner head; a net without a winner head uses its `q` head's
-/// scalar, with WDL `((1+q)/2, 0, (1-q)/2)`.
-/// Policy logits, WDL probabilities and values of a batch, flat.
+/// Policy logits `[n*1858]`, WDL probabilities `[n*3]` and values `[n]` of a batch, flat.
 type BatchOutputs = (Vec<f32>, Vec<f32>, Vec<f32>);
 
+/// One forward pass of `n` positions (see [`crate::ModelOutputs::play_values`] for the value).
 fn evaluate(net: &Net, inputs: &[f32], n: usize) -> Result<BatchOutputs, String> {
     let to_vec = |t: &Tensor| {
         Vec::<f32>::try_from(
@@ -367,15 +391,9 @@ fn evaluate(net: &Net, inputs: &[f32], n: usize) -> Result<BatchOutputs, String>
     tch::no_grad(|| {
         let x = Tensor::from_slice(inputs).view([n as i64, 64, (INPUT_FLOATS / 64) as i64]);
         let out = net.forward_play(&x);
-        let wdl = match (&out.wdl, &out.q) {
-            (Some(logits), _) => logits.softmax(-1, Kind::Float),
-            (None, Some(q)) => {
-                let v = q.value.unsqueeze(1);
-                Tensor::cat(&[(1.0 + &v) / 2.0, v.zeros_like(), (1.0 - &v) / 2.0], 1)
-            }
-            (None, None) => return Err("the net has neither a winner head nor a q head".to_owned()),
-        };
-        let values = wdl.select(1, 0) - wdl.select(1, 2);
+        let (wdl, values) = out
+            .play_values()
+            .ok_or_else(|| "the net has neither a winner head nor a q head".to_owned())?;
         Ok((to_vec(&out.policy)?, to_vec(&wdl)?, to_vec(&values)?))
     })
 }

@@ -38,6 +38,24 @@ pub struct ModelOutputs {
     pub moves_left: Option<Tensor>,
 }
 
+impl ModelOutputs {
+    /// What a search reads as the value: WDL probabilities `[B, 3]` and the value W - L `[B]`,
+    /// both f32 whatever the net's kind. From the winner head; a net without one uses its `q`
+    /// head's scalar `q`, with WDL `((1+q)/2, 0, (1-q)/2)`. `None` if the net has neither.
+    pub fn play_values(&self) -> Option<(Tensor, Tensor)> {
+        let wdl = match (&self.wdl, &self.q) {
+            (Some(logits), _) => logits.softmax(-1, Kind::Float),
+            (None, Some(q)) => {
+                let v = q.value.to_kind(Kind::Float).unsqueeze(1);
+                Tensor::cat(&[(1.0 + &v) / 2.0, v.zeros_like(), (1.0 - &v) / 2.0], 1)
+            }
+            (None, None) => return None,
+        };
+        let values = wdl.select(1, 0) - wdl.select(1, 2);
+        Some((wdl, values))
+    }
+}
+
 /// Embedding: `mish(x W^T + b) * gate_mul + gate_add`, gates `[64, d]`.
 #[derive(Debug)]
 pub struct Embedding {
@@ -133,6 +151,16 @@ impl Chessformer {
             gather: Tensor::from_slice(&gather).to_device(device),
             bucket_index: shaw::bucket_index(device),
         })
+    }
+
+    /// Keeps every attention layer's weights in the form its forward pass uses (see
+    /// [`attention::Attention::prepare`]), for the Shaw form `form`. For inference only: the
+    /// kept weights must be prepared again after every change of the variables.
+    pub fn prepare_inference(&mut self, form: shaw::ShawForm) {
+        self.shaw_form = form;
+        for layer in &mut self.layers {
+            layer.attn.prepare(&self.bucket_index, form);
+        }
     }
 
     /// The context every attention layer of a forward pass shares.
@@ -232,17 +260,54 @@ impl Net {
         })
     }
 
-    /// Runs the network (with gradients if enabled) on inputs `[B, 64, 112]`, moved to the net's device.
+    /// Runs the network (with gradients if enabled) on inputs `[B, 64, 112]`, moved to the
+    /// net's device and kind.
     pub fn forward(&self, inputs: &Tensor) -> ModelOutputs {
         self.model
-            .forward(&inputs.to_device(self.vs.device()).to_kind(Kind::Float))
+            .forward(&inputs.to_device(self.vs.device()).to_kind(self.kind()))
     }
 
-    /// [`Chessformer::forward_play`] on inputs moved to the net's device: only the heads a
-    /// search reads.
+    /// [`Chessformer::forward_play`] on inputs moved to the net's device and kind: only the
+    /// heads a search reads.
     pub fn forward_play(&self, inputs: &Tensor) -> ModelOutputs {
         self.model
-            .forward_play(&inputs.to_device(self.vs.device()).to_kind(Kind::Float))
+            .forward_play(&inputs.to_device(self.vs.device()).to_kind(self.kind()))
+    }
+
+    /// The kind of the net's weights and activations: `Float` unless [`Net::set_kind`] changed it.
+    pub fn kind(&self) -> Kind {
+        self.model.embed.dense.w.kind()
+    }
+
+    /// Readies the net to serve evaluations as an inference server runs it: weights in
+    /// `kind`, the Shaw form fixed for batches of up to `max_batch` positions (so that a
+    /// position's outputs do not depend on the batch it shares), and every layer's weights
+    /// kept in the form its forward pass uses ([`Chessformer::prepare_inference`]). Not for a
+    /// net that trains.
+    pub fn prepare_serving(&mut self, kind: Kind, max_batch: usize) {
+        self.set_kind(kind);
+        self.model
+            .prepare_inference(shaw::ShawForm::for_max_batch(max_batch.max(1)));
+    }
+
+    /// Converts every weight to the float kind `kind` (`Float`, `BFloat16` or `Half`), for
+    /// inference in that precision. Weights kept by [`Chessformer::prepare_inference`] must be
+    /// prepared again afterwards.
+    pub fn set_kind(&mut self, kind: Kind) {
+        match kind {
+            Kind::BFloat16 => self.vs.bfloat16(),
+            Kind::Half => self.vs.half(),
+            _ => self.vs.float(),
+        }
+    }
+
+    /// A copy of the net with its own variables (same config, device and kind).
+    pub fn try_clone(&self) -> Result<Net, tch::TchError> {
+        let mut copy = Net::new(&self.config, self.device())
+            .map_err(|e| tch::TchError::Kind(format!("a net's own config was refused: {e}")))?;
+        copy.set_kind(self.kind());
+        copy.vs.copy(&self.vs)?;
+        Ok(copy)
     }
 
     /// Number of trainable parameters.

@@ -65,16 +65,33 @@ pub const BUCKET_FORM_MAX_BATCH: i64 = 4;
 /// trained (and nets saved before it existed load with it at zero).
 pub type ShawTables<'a> = (&'a Tensor, &'a Tensor, &'a Tensor, &'a Tensor);
 
-/// Plain scaled dot-product attention with an optional `[B, H, 64, 64]` bias added after scaling.
-/// `q`, `k`, `v`: `[B, H, 64, d_head]`; returns `[B, H, 64, d_head]`.
+/// Dot-product attention with an optional `[B, H, 64, 64]` bias added to the logits, for
+/// queries `q` that already carry the `1/sqrt(d_head)` scale. `q`, `k`, `v`:
+/// `[B, H, 64, d_head]`; returns `[B, H, 64, d_head]`.
+///
+/// libtorch's fused kernel (`scaled_dot_product_attention`) takes the bias as its additive
+/// mask and never writes the logits out as a separate tensor.
 pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor, bias: Option<&Tensor>) -> Tensor {
+    Tensor::scaled_dot_product_attention(q, k, v, bias, 0.0, false, 1.0, false)
+}
+
+/// Folds the `1/sqrt(d_head)` logit scale into the query `q` and into the key-side table and
+/// the bias of `tables` (see [`ShawTables`]): returns `(q_s, rk_s, rb_s)`, the scaled inputs
+/// that [`attend_shaw`] and its forms take (`rq` and `rv` are unchanged). The forward pass
+/// folds the scale into the weights once instead (`Attention::prepare`).
+pub fn fold_scale(q: &Tensor, tables: ShawTables) -> (Tensor, Tensor, Tensor) {
     let dh = *q.size().last().expect("q has a last dimension");
-    let logits = q.matmul(&k.transpose(-2, -1)) * (1.0 / (dh as f64).sqrt());
-    let logits = match bias {
-        Some(bias) => logits + bias,
-        None => logits,
-    };
-    logits.softmax(-1, Kind::Float).matmul(v)
+    let s = 1.0 / (dh as f64).sqrt();
+    (q * s, tables.1 * s, tables.3 * s)
+}
+
+/// Whether a batch of `batch` positions takes the bucket form under `form`.
+pub fn uses_bucket_form(form: ShawForm, batch: i64) -> bool {
+    match form {
+        ShawForm::BySize => batch <= BUCKET_FORM_MAX_BATCH,
+        ShawForm::Gathered => false,
+        ShawForm::Buckets => true,
+    }
 }
 
 /// Which of the two equal forms of Shaw attention a forward pass uses.
@@ -104,8 +121,9 @@ impl ShawForm {
     }
 }
 
-/// Attention with ungathered Shaw tables (`[H, 225, d_head]` each) in `form`. `index` is
-/// [`bucket_index`].
+/// Attention with ungathered Shaw tables (`[H, 225, d_head]` each) in `form`, for scaled
+/// inputs (the query `q` and the tables' `rk` and `rb` carry the `1/sqrt(d_head)` scale, see
+/// [`fold_scale`]). `index` is [`bucket_index`].
 pub fn attend_shaw(
     q: &Tensor,
     k: &Tensor,
@@ -114,12 +132,7 @@ pub fn attend_shaw(
     index: &Tensor,
     form: ShawForm,
 ) -> Tensor {
-    let buckets = match form {
-        ShawForm::BySize => q.size()[0] <= BUCKET_FORM_MAX_BATCH,
-        ShawForm::Gathered => false,
-        ShawForm::Buckets => true,
-    };
-    if buckets {
+    if uses_bucket_form(form, q.size()[0]) {
         attend_shaw_buckets(q, k, v, tables, index)
     } else {
         let (tq, tk, tv, tb) = tables;
@@ -129,7 +142,7 @@ pub fn attend_shaw(
 }
 
 /// Shaw attention over tables gathered by [`gather`] (`[H, 64, 64, d_head]`, the bias
-/// `[H, 64, 64]`).
+/// `[H, 64, 64]`), for scaled inputs (see [`attend_shaw`]).
 ///
 /// Each Shaw term is one batched matrix product over the (head, square) pairs with the batch as
 /// the rows (`einsum` picked kernels that were up to 1.5 times slower here on CPU).
@@ -154,17 +167,24 @@ pub fn attend_shaw_gathered(q: &Tensor, k: &Tensor, v: &Tensor, gathered: ShawTa
     // k_j . rk_ij, batched over (h, j): [H*64, B, d] x [H*64, d, 64(i)].
     let rk_t = rk.permute([0, 2, 3, 1]).reshape([h * n, dh, n]);
     let kr = unpad(by_square(k, dh).bmm(&rk_t), n).permute([2, 0, 3, 1]);
-    // The bias [H, 64, 64] broadcasts over the batch, added last as in the bucket form.
-    let logits = (q.matmul(&k.transpose(-2, -1)) + qr + kr + rb) * (1.0 / (dh as f64).sqrt());
-    let a = logits.softmax(-1, Kind::Float);
+    // The bias [H, 64, 64] broadcasts over the batch, added last as in the bucket form. The
+    // terms are added in place: the logits are the largest tensors of the pass.
+    let mut logits = q.matmul(&k.transpose(-2, -1));
+    logits += qr;
+    logits += kr;
+    logits += rb;
+    let a = logits.softmax(-1, logits.kind());
     // sum_j a_ij rv_ij, batched over (h, i): [H*64, B, 64(j)] x [H*64, 64(j), d].
     let ar = unpad(by_square(&a, n).bmm(&rv.reshape([h * n, n, dh])), dh).permute([2, 0, 1, 3]);
-    a.matmul(v) + ar
+    let mut out = a.matmul(v);
+    out += ar;
+    out
 }
 
 /// Shaw attention against the ungathered tables: products with all 225 buckets, then picked per
 /// (query, key) pair. About 3.5 times the arithmetic of [`attend_shaw_gathered`], but in a few
-/// large products, which wins when the batch holds only a few positions.
+/// large products, which wins when the batch holds only a few positions. Scaled inputs (see
+/// [`attend_shaw`]).
 pub fn attend_shaw_buckets(
     q: &Tensor,
     k: &Tensor,
@@ -172,7 +192,7 @@ pub fn attend_shaw_buckets(
     tables: ShawTables,
     index: &Tensor,
 ) -> Tensor {
-    let (b, h, n, dh) = q.size4().expect("q is [B, H, 64, d_head]");
+    let (b, h, n, _) = q.size4().expect("q is [B, H, 64, d_head]");
     let (tq, tk, tv, tb) = tables;
     let idx = index.view([1, 1, n, n]).expand([b, h, n, n], false);
     // [B, H, 64(i), 225] picked at bucket(i, j) along the bucket dimension.
@@ -180,16 +200,20 @@ pub fn attend_shaw_buckets(
     // [B, H, 225, 64(j)] picked at bucket(i, j) along the bucket dimension.
     let kr = tk.matmul(&k.transpose(-2, -1)).gather(2, &idx, false);
     // The bias [H, 64, 64] broadcasts over the batch, added last as in the gathered form.
-    let rb = gather(tb, index);
-    let logits = (q.matmul(&k.transpose(-2, -1)) + qr + kr + rb) * (1.0 / (dh as f64).sqrt());
-    let a = logits.softmax(-1, Kind::Float);
+    let mut logits = q.matmul(&k.transpose(-2, -1));
+    logits += qr;
+    logits += kr;
+    logits += gather(tb, index);
+    let a = logits.softmax(-1, logits.kind());
     // For a fixed query, j -> bucket(i, j) is one-to-one, so the scatter loses nothing.
     let spread = Tensor::zeros([b, h, n, BUCKETS as i64], (a.kind(), a.device()));
     a.matmul(v) + spread.scatter(3, &idx, &a).matmul(tv)
 }
 
 /// Slow reference of [`attend_shaw`], one (query, key) pair at a time straight
-/// from the ungathered tables (see [`ShawTables`]). For tests only.
+/// from the ungathered tables (see [`ShawTables`]), scaling the logits itself: it takes the
+/// unscaled `q` and tables, where [`attend_shaw`] takes them through [`fold_scale`]. For
+/// tests only.
 pub fn attend_reference(q: &Tensor, k: &Tensor, v: &Tensor, tables: ShawTables) -> Tensor {
     let (b, h, n, dh) = q.size4().expect("q is [B, H, 64, d_head]");
     let to_vec = |t: &Tensor| -> Vec<f64> {
