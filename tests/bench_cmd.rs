@@ -91,12 +91,21 @@ fn bench_nn_reports_each_batch_against_the_matmul_peak() {
         "0.2",
         "--matmul-size",
         "256",
+        "--precision",
+        "f32",
     ]);
-    let peak = num(&r, "matmul_peak_gflops_per_second");
+    let precisions = r["precisions"].as_array().expect("a precisions array");
+    assert_eq!(precisions.len(), 1, "{r}");
+    let f32 = &precisions[0];
+    assert_eq!(f32["kind"], "f32");
+    assert_eq!(f32["measured"], true);
+    let peak = num(f32, "matmul_peak_gflops_per_second");
     assert!(peak > 0.0, "{r}");
-    assert_eq!(r["matmul_size"], 256);
+    assert_eq!(f32["matmul_size"], 256);
     assert!(num(&r, "parameters") > 0.0);
-    let rows = r["inference"].as_array().expect("an inference array");
+    // Only f32 was asked for: no accuracy comparison.
+    assert_eq!(r["accuracy"].as_array().map(Vec::len), Some(0));
+    let rows = f32["inference"].as_array().expect("an inference array");
     let batches: Vec<u64> = rows.iter().map(|x| x["batch"].as_u64().unwrap()).collect();
     assert_eq!(batches, [1, 4]);
     for row in rows {

@@ -1,0 +1,264 @@
+//! The inference precision reaches every command that evaluates a net: `train` (self-play and
+//! evaluation, from `[run] inference_precision`), `ladder`, `match`, `puzzles`, `uci` (flag and
+//! `Precision` option) and `bench nn`. `CFZERO_CPU_BF16` simulates the CPU check both ways:
+//! `1` takes the bf16 path on any machine, `0` makes a bf16 request fall back to f32 with a
+//! notice.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+use common::*;
+
+const BF16_PATH: &str = "inference precision: bf16 (bf16 requested; CFZERO_CPU_BF16=1";
+const FALLBACK: &str = "inference precision: f32 (bf16 requested, but CFZERO_CPU_BF16=0 denies native bf16: falling back)";
+
+/// Runs cfzero with `args` and `CFZERO_CPU_BF16=cpu_bf16`; asserts success.
+fn run(args: &[&str], cpu_bf16: &str) -> Output {
+    let out = cfzero(args)
+        .env("CFZERO_CPU_BF16", cpu_bf16)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cfzero {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stderr_has(out: &Output, text: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(text), "expected {text:?} in:\n{stderr}");
+}
+
+/// A one-generation micro run whose config asks for bf16; returns the run directory.
+fn bf16_run(dir: &Path, cpu_bf16: &str) -> (PathBuf, Output) {
+    let config = micro_with(
+        &dir.join("micro.toml"),
+        &[(
+            "eval_every = 1",
+            "eval_every = 1\ninference_precision = \"bf16\"",
+        )],
+    );
+    let run_dir = dir.join("run");
+    let out = run(
+        &[
+            "train",
+            "--device",
+            "cpu",
+            "--config",
+            config.to_str().unwrap(),
+            "--run",
+            run_dir.to_str().unwrap(),
+            "--generations",
+            "1",
+        ],
+        cpu_bf16,
+    );
+    (run_dir, out)
+}
+
+#[test]
+fn train_and_ladder_play_in_the_configured_precision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run_dir, out) = bf16_run(tmp.path(), "1");
+    stderr_has(&out, BF16_PATH);
+    assert!(run_dir.join("nets/gen-0001.safetensors").is_file());
+    let out = run(
+        &[
+            "ladder",
+            "--device",
+            "cpu",
+            "--run",
+            run_dir.to_str().unwrap(),
+            "--games",
+            "2",
+            "--sims",
+            "2",
+            "--max-plies",
+            "16",
+            "--openings",
+            "configs/openings/4mvs_+90_+99.epd",
+            "--precision",
+            "bf16",
+        ],
+        "1",
+    );
+    stderr_has(&out, BF16_PATH);
+}
+
+#[test]
+fn train_falls_back_to_f32_with_a_notice_without_native_bf16() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run_dir, out) = bf16_run(tmp.path(), "0");
+    stderr_has(&out, FALLBACK);
+    assert!(run_dir.join("nets/gen-0001.safetensors").is_file());
+}
+
+/// A fresh micro net saved in `dir`.
+fn micro_net(dir: &Path) -> PathBuf {
+    let net = dir.join("micro.safetensors");
+    let config = network_config(&micro_config());
+    cfzero_network::save_net(
+        &cfzero_network::Net::new(&config, tch::Device::Cpu).unwrap(),
+        &net,
+    )
+    .unwrap();
+    net
+}
+
+#[test]
+fn match_and_puzzles_take_the_precision_flag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let net = micro_net(tmp.path());
+    let net = net.to_str().unwrap();
+    for (cpu_bf16, expect) in [("1", BF16_PATH), ("0", FALLBACK)] {
+        let out = run(
+            &[
+                "match",
+                "--device",
+                "cpu",
+                "--a-net",
+                net,
+                "--a-sims",
+                "2",
+                "--b-random",
+                "--games",
+                "2",
+                "--max-plies",
+                "16",
+                "--precision",
+                "bf16",
+            ],
+            cpu_bf16,
+        );
+        stderr_has(&out, expect);
+        let out = run(
+            &[
+                "puzzles",
+                "--device",
+                "cpu",
+                "--net",
+                net,
+                "--file",
+                "tests/data/puzzles/sample.csv",
+                "--sims",
+                "2",
+                "--limit",
+                "2",
+                "--precision",
+                "bf16",
+            ],
+            cpu_bf16,
+        );
+        stderr_has(&out, expect);
+    }
+}
+
+#[test]
+fn the_uci_engine_reloads_the_net_in_the_precision_option() {
+    let tmp = tempfile::tempdir().unwrap();
+    let net = micro_net(tmp.path());
+    let mut child = cfzero(&[
+        "uci",
+        "--device",
+        "cpu",
+        "--net",
+        net.to_str().unwrap(),
+        "--precision",
+        "bf16",
+    ])
+    .env("CFZERO_CPU_BF16", "1")
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut until = |prefix: &str| -> Vec<String> {
+        let mut seen = Vec::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            let done = line.starts_with(prefix);
+            seen.push(line);
+            if done {
+                return seen;
+            }
+        }
+        panic!("no {prefix:?} line; saw {seen:?}");
+    };
+    writeln!(stdin, "uci").unwrap();
+    let options = until("uciok");
+    assert!(
+        options.iter().any(|l| l
+            == "option name Precision type combo default bf16 var auto var f32 var bf16"),
+        "{options:?}"
+    );
+    writeln!(stdin, "isready").unwrap();
+    let seen = until("readyok");
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with(&format!("info string {BF16_PATH}"))),
+        "{seen:?}"
+    );
+    writeln!(stdin, "go nodes 8").unwrap();
+    until("bestmove");
+    writeln!(stdin, "setoption name Precision value f32").unwrap();
+    writeln!(stdin, "isready").unwrap();
+    let seen = until("readyok");
+    assert!(
+        seen.iter()
+            .any(|l| l == "info string inference precision: f32 (f32 requested)"),
+        "{seen:?}"
+    );
+    writeln!(stdin, "setoption name Precision value f64").unwrap();
+    writeln!(stdin, "isready").unwrap();
+    let seen = until("readyok");
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("info string ignored: Precision: unknown precision")),
+        "{seen:?}"
+    );
+    writeln!(stdin, "go nodes 8").unwrap();
+    until("bestmove");
+    writeln!(stdin, "quit").unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn bench_nn_reports_both_precisions_and_the_accuracy_of_bf16() {
+    let args = [
+        "bench",
+        "nn",
+        "--device",
+        "cpu",
+        "--config",
+        "configs/micro.toml",
+        "--batches",
+        "1,4",
+        "--seconds",
+        "0.05",
+        "--matmul-size",
+        "64",
+        "--json",
+    ];
+    for (cpu_bf16, measured) in [("1", true), ("0", false)] {
+        let out = run(&args, cpu_bf16);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let precisions = report["precisions"].as_array().unwrap();
+        assert_eq!(precisions.len(), 2, "{report}");
+        assert_eq!(precisions[0]["kind"], "f32");
+        assert_eq!(precisions[0]["inference"].as_array().unwrap().len(), 2);
+        assert_eq!(precisions[1]["requested"], "bf16");
+        assert_eq!(precisions[1]["measured"], measured, "{report}");
+        let bf16_rows = precisions[1]["inference"].as_array().unwrap().len();
+        assert_eq!(bf16_rows, if measured { 2 } else { 0 });
+        let accuracy = &report["accuracy"][0];
+        assert_eq!(accuracy["kind"], "bf16");
+        let kl = accuracy["mean_policy_kl"].as_f64().unwrap();
+        assert!(kl > 0.0 && kl < 1e-3, "{accuracy}");
+    }
+}
