@@ -4,7 +4,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::Result;
-use cfzero_mcts::SearchConfig;
+use cfzero_mcts::{InvalidSetting, SearchConfig};
+use cfzero_network::config::ConfigError;
 use cfzero_network::precision::{self, Bf16Support, Precision};
 use cfzero_network::{InferenceOptions, NetworkConfig};
 use cfzero_selfplay::SelfplayConfig;
@@ -174,7 +175,7 @@ impl Config {
 
     /// Parses config text; the error is one line with the line number where it can.
     pub fn parse(text: &str) -> std::result::Result<Config, String> {
-        toml::from_str::<Config>(text).map_err(|e| {
+        let config = toml::from_str::<Config>(text).map_err(|e| {
             let msg = e.message().trim().replace('\n', " ");
             match e.span() {
                 Some(span) => {
@@ -183,11 +184,111 @@ impl Config {
                 }
                 None => msg,
             }
-        })
+        })?;
+        config.validate().map_err(|e| e.describe(text))?;
+        Ok(config)
     }
 
     /// The config as TOML text, as it would be frozen into a run directory.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("a Config always serialises to TOML")
     }
+}
+
+/// A setting of a parsed config that is out of range or inconsistent with another.
+#[derive(Debug)]
+struct InvalidConfig {
+    /// The table, e.g. `selfplay`.
+    table: &'static str,
+    /// The key within the table, dotted for a nested one (e.g. `lr.peak`).
+    key: String,
+    /// The whole message, naming the key.
+    message: String,
+}
+
+impl InvalidConfig {
+    fn new(table: &'static str, error: InvalidSetting) -> Self {
+        InvalidConfig {
+            table,
+            key: error.key.clone(),
+            message: error.to_string(),
+        }
+    }
+
+    /// One line: the line of the key in `text` where it is written there (a default value
+    /// has no line), the table and the message.
+    fn describe(&self, text: &str) -> String {
+        let msg = format!("[{}] {}", self.table, self.message);
+        match key_line(text, self.table, &self.key) {
+            Some(line) => format!("line {line}: {msg}"),
+            None => msg,
+        }
+    }
+}
+
+impl Config {
+    /// Checks every table's ranges and the relations between settings, so that a bad value
+    /// stops the run at once with its key named, instead of a panic, a hang or a silently
+    /// useless run hours later.
+    fn validate(&self) -> std::result::Result<(), InvalidConfig> {
+        self.network.validate().map_err(|e| {
+            let message = match e {
+                ConfigError::Invalid(m) | ConfigError::Parse(m) => m,
+            };
+            // The network crate's messages name their key first, in backticks.
+            let key = message.split('`').nth(1).unwrap_or_default().to_string();
+            InvalidConfig {
+                table: "network",
+                key,
+                message,
+            }
+        })?;
+        let tables = [
+            ("search", self.search.validate()),
+            ("selfplay", self.selfplay.validate()),
+            ("window", self.window.validate()),
+            ("train", self.train.validate()),
+            ("run", self.run.validate()),
+        ];
+        for (table, result) in tables {
+            result.map_err(|e| InvalidConfig::new(table, e))?;
+        }
+        Ok(())
+    }
+}
+
+impl RunConfig {
+    /// Checks the `[run]` table's ranges: a generation needs a game, and the inference
+    /// thread a batch of at least one position.
+    fn validate(&self) -> std::result::Result<(), InvalidSetting> {
+        InvalidSetting::at_least("games_per_generation", self.games_per_generation as u64, 1)?;
+        let reuse = self.sample_reuse;
+        InvalidSetting::in_range("sample_reuse", reuse, 0.0, false, f64::INFINITY)?;
+        InvalidSetting::at_least("eval_openings_count", self.eval_openings_count as u64, 1)?;
+        InvalidSetting::at_least("eval_simulations", self.eval_simulations.into(), 1)?;
+        InvalidSetting::at_least("max_batch", self.max_batch as u64, 1)?;
+        InvalidSetting::at_least("inference_servers", self.inference_servers as u64, 1)
+    }
+}
+
+/// The 1-based line where `[table]`'s `key` (dotted for nested tables) is written in `text`,
+/// if it is.
+fn key_line(text: &str, table: &str, key: &str) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let doc = DeTable::parse(text).ok()?;
+    let mut current: &DeTable = doc.get_ref();
+    let mut span = None;
+    let mut parts = std::iter::once(table).chain(key.split('.')).peekable();
+    while let Some(part) = parts.next() {
+        let (k, v) = current.iter().find(|(k, _)| k.get_ref() == part)?;
+        span = Some(k.span());
+        if parts.peek().is_some() {
+            match v.get_ref() {
+                DeValue::Table(inner) => current = inner,
+                _ => return None,
+            }
+        }
+    }
+    let start = span?.start.min(text.len());
+    Some(text[..start].matches('\n').count() + 1)
 }

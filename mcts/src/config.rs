@@ -104,3 +104,109 @@ impl SearchConfig {
         }
     }
 }
+
+/// A config setting out of its range, or inconsistent with another: the key (relative to its
+/// table; dotted for a nested table) and why. Callers that know the file add the table's
+/// name and the line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}` {reason}")]
+pub struct InvalidSetting {
+    /// The key, e.g. `simulations` or `lr.peak`.
+    pub key: String,
+    /// What is wrong with its value, e.g. `must be at least 1 (got 0)`.
+    pub reason: String,
+}
+
+impl InvalidSetting {
+    /// An error for `key`.
+    pub fn new(key: impl Into<String>, reason: impl Into<String>) -> Self {
+        InvalidSetting {
+            key: key.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The same error with `prefix.` before the key (for a nested table).
+    pub fn within(self, prefix: &str) -> Self {
+        InvalidSetting {
+            key: format!("{prefix}.{}", self.key),
+            ..self
+        }
+    }
+
+    /// Checks that an integer setting is at least `min`.
+    pub fn at_least(key: &str, value: u64, min: u64) -> Result<(), InvalidSetting> {
+        if value < min {
+            return Err(Self::new(
+                key,
+                format!("must be at least {min} (got {value})"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that a float setting lies in `[lo, hi]` (`hi` may be infinite; NaN never
+    /// passes). With `open_low`, `lo` itself is excluded.
+    pub fn in_range(
+        key: &str,
+        value: f64,
+        lo: f64,
+        open_low: bool,
+        hi: f64,
+    ) -> Result<(), InvalidSetting> {
+        let low_ok = if open_low { value > lo } else { value >= lo };
+        // An infinite value is never meant, even where there is no upper bound: it turns
+        // into NaN in the arithmetic that uses it.
+        if low_ok && value <= hi && value.is_finite() {
+            return Ok(());
+        }
+        let left = if open_low { '(' } else { '[' };
+        let range = if hi.is_infinite() {
+            if open_low && lo == 0.0 {
+                "must be above 0".to_string()
+            } else if lo == 0.0 {
+                "must be 0 or more".to_string()
+            } else {
+                format!("must be in {left}{lo}, inf)")
+            }
+        } else {
+            format!("must be in {left}{lo}, {hi}]")
+        };
+        Err(Self::new(key, format!("{range} (got {value})")))
+    }
+}
+
+impl SearchConfig {
+    /// Checks every setting's range: a search needs at least one simulation and one root
+    /// action, and finite, non-negative constants (a NaN would make every choice a tie).
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        InvalidSetting::at_least("simulations", self.simulations.into(), 1)?;
+        InvalidSetting::at_least("gumbel_m", self.gumbel_m.into(), 1)?;
+        let inf = f64::INFINITY;
+        for (key, v) in [
+            ("gumbel_scale", self.gumbel_scale),
+            ("c_visit", self.c_visit),
+            ("c_scale", self.c_scale),
+            ("cpuct", self.cpuct),
+        ] {
+            InvalidSetting::in_range(key, v.into(), 0.0, false, inf)?;
+        }
+        // A negative reduction is a first-play bonus: odd but meaningful.
+        InvalidSetting::in_range("fpu_reduction", self.fpu_reduction.into(), -inf, false, inf)
+            .map_err(|_| InvalidSetting::new("fpu_reduction", "must be a finite number"))?;
+        InvalidSetting::in_range(
+            "dirichlet_alpha",
+            self.dirichlet_alpha.into(),
+            0.0,
+            true,
+            inf,
+        )?;
+        InvalidSetting::in_range(
+            "dirichlet_epsilon",
+            self.dirichlet_epsilon.into(),
+            0.0,
+            false,
+            1.0,
+        )
+    }
+}

@@ -24,7 +24,7 @@ pub mod tree;
 pub use evaluator::{EvalError, Evaluations, Evaluator, LeafBatch};
 pub use game::{Game, Terminal};
 
-pub use config::{QNormalization, SearchConfig, SearchMode};
+pub use config::{InvalidSetting, QNormalization, SearchConfig, SearchMode};
 pub use driver::{Driver, DriverStats};
 pub use evaluators::{MaterialEvaluator, UniformEvaluator};
 pub use search::{Search, SearchError, SearchResult, Step};

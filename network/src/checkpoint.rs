@@ -276,10 +276,39 @@ fn config_of(path: &Path, parsed: &Parsed) -> Result<NetworkConfig, CheckpointEr
     Ok(config)
 }
 
+/// Checks, before a net is built from a file's config, that the net would not be much
+/// larger than the weights the file holds: the config is only metadata, and one that claims
+/// a far larger net must not make the loader allocate it. Memory then stays proportional to
+/// the file; the exact names and shapes are checked against the built net, with messages
+/// that name the tensor.
+fn check_size(path: &Path, parsed: &Parsed, config: &NetworkConfig) -> Result<(), CheckpointError> {
+    let needed = crate::flops::parameter_count(config);
+    // The optional Shaw logit-bias tables ([`may_be_missing`]): [heads, BUCKETS] a layer.
+    let optional = match config.attention.position {
+        crate::config::PositionEncoding::Shaw => {
+            (config.layers * config.heads * crate::model::shaw::BUCKETS) as u64
+        }
+        _ => 0,
+    };
+    let stored: u64 = parsed
+        .tensors
+        .values()
+        .map(|(_, values)| values.len() as u64)
+        .sum();
+    if needed > 2 * stored + optional {
+        return Err(mismatch(
+            path,
+            format!("it holds {stored} weights, but its config describes a net of {needed}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Loads a net file into a new [`Net`] on `device`, built from the config stored in the file.
 pub fn load_net(path: &Path, device: Device) -> Result<Net, CheckpointError> {
     let parsed = read(path, NET_FORMAT)?;
     let config = config_of(path, &parsed)?;
+    check_size(path, &parsed, &config)?;
     let net = Net::new(&config, device).map_err(|e| corrupt(path, e))?;
     copy_checked(path, &parsed, &sorted_vars(&net), may_be_missing)?;
     Ok(net)

@@ -206,6 +206,17 @@ impl Default for LossWeights {
     }
 }
 
+/// The most encoder layers a config may have.
+pub const MAX_LAYERS: usize = 256;
+/// The most attention heads.
+pub const MAX_HEADS: usize = 256;
+/// The widest `d_model`, `dff`, `d_pol` and hidden layer.
+pub const MAX_WIDTH: usize = 16_384;
+/// The most channels per square of a head (and of smolgen's compression and generator).
+pub const MAX_CHANNELS: usize = 4096;
+/// The most parameters of a net: 40 GB of f32 weights, some 170 times the largest preset.
+pub const MAX_PARAMETERS: u64 = 10_000_000_000;
+
 /// A config that cannot describe a network.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -232,22 +243,32 @@ impl NetworkConfig {
         Ok(only.network)
     }
 
-    /// Checks that the sizes describe a buildable network.
+    /// Checks that the sizes describe a buildable network: every size at least 1 and at
+    /// most a bound far above any real net's (so that a corrupt or hostile config, e.g. in a
+    /// net file's metadata, is an error instead of a libtorch panic or an allocation of
+    /// terabytes), and at most [`MAX_PARAMETERS`] weights in all.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |msg: String| Err(ConfigError::Invalid(msg));
-        for (name, v) in [
-            ("layers", self.layers),
-            ("d_model", self.d_model),
-            ("heads", self.heads),
-            ("dff", self.dff),
-            ("d_pol", self.d_pol),
-            ("value_channels", self.value_channels),
-            ("value_hidden", self.value_hidden),
-            ("moves_left_channels", self.moves_left_channels),
-            ("moves_left_hidden", self.moves_left_hidden),
+        for (name, v, max) in [
+            ("layers", self.layers, MAX_LAYERS),
+            ("d_model", self.d_model, MAX_WIDTH),
+            ("heads", self.heads, MAX_HEADS),
+            ("dff", self.dff, MAX_WIDTH),
+            ("d_pol", self.d_pol, MAX_WIDTH),
+            ("value_channels", self.value_channels, MAX_CHANNELS),
+            ("value_hidden", self.value_hidden, MAX_WIDTH),
+            (
+                "moves_left_channels",
+                self.moves_left_channels,
+                MAX_CHANNELS,
+            ),
+            ("moves_left_hidden", self.moves_left_hidden, MAX_WIDTH),
         ] {
             if v == 0 {
                 return bad(format!("`{name}` must be at least 1"));
+            }
+            if v > max {
+                return bad(format!("`{name}` must be at most {max} (got {v})"));
             }
         }
         if self.d_model % self.heads != 0 {
@@ -258,9 +279,29 @@ impl NetworkConfig {
         }
         if self.attention.position == PositionEncoding::Smolgen {
             let a = &self.attention;
-            if a.smolgen_compress == 0 || a.smolgen_hidden == 0 || a.smolgen_gen == 0 {
-                return bad("smolgen sizes must be at least 1".into());
+            for (name, v, max) in [
+                ("smolgen_compress", a.smolgen_compress, MAX_CHANNELS),
+                ("smolgen_hidden", a.smolgen_hidden, MAX_WIDTH),
+                ("smolgen_gen", a.smolgen_gen, MAX_CHANNELS),
+            ] {
+                if v == 0 {
+                    return bad(format!("`attention.{name}` must be at least 1"));
+                }
+                if v > max {
+                    return bad(format!(
+                        "`attention.{name}` must be at most {max} (got {v})"
+                    ));
+                }
             }
+        }
+        // The sizes are bounded above, so the count cannot overflow.
+        let parameters = crate::flops::parameter_count(self);
+        if parameters > MAX_PARAMETERS {
+            return bad(format!(
+                "`layers` ({}) and `d_model` ({}) with the other sizes make {parameters} \
+                 parameters, more than the {MAX_PARAMETERS} allowed",
+                self.layers, self.d_model
+            ));
         }
         Ok(())
     }

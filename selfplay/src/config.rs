@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use cfzero_mcts::InvalidSetting;
 use serde::{Deserialize, Serialize};
 
 /// Self-play options (docs/METHODS.md §5).
@@ -62,5 +63,40 @@ impl Default for SelfplayConfig {
             max_plies: 450,
             cache_entries: 1 << 16,
         }
+    }
+}
+
+impl SelfplayConfig {
+    /// Checks every setting's range and the relations between them: a zero share of full
+    /// searches would leave the learner waiting forever for training positions, and a cheap
+    /// search with more simulations than a full one inverts playout cap randomisation.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        InvalidSetting::at_least("actors", self.actors as u64, 1)?;
+        InvalidSetting::at_least("games_per_actor", self.games_per_actor as u64, 1)?;
+        InvalidSetting::at_least("simulations", self.simulations.into(), 1)?;
+        InvalidSetting::at_least("cheap_simulations", self.cheap_simulations.into(), 1)?;
+        if self.cheap_simulations > self.simulations {
+            return Err(InvalidSetting::new(
+                "cheap_simulations",
+                format!(
+                    "({}) must not exceed `simulations` ({})",
+                    self.cheap_simulations, self.simulations
+                ),
+            ));
+        }
+        let fraction = f64::from(self.full_search_fraction);
+        InvalidSetting::in_range("full_search_fraction", fraction, 0.0, true, 1.0)?;
+        // 0 is meaningful: the most likely move, no sampling.
+        let temperature = f64::from(self.temperature);
+        InvalidSetting::in_range("temperature", temperature, 0.0, false, f64::INFINITY)?;
+        if let Some(t) = self.resign_threshold {
+            InvalidSetting::in_range("resign_threshold", t.into(), -1.0, false, 1.0)?;
+        }
+        InvalidSetting::at_least("resign_consecutive", self.resign_consecutive.into(), 1)?;
+        let playthrough = f64::from(self.resign_playthrough);
+        InvalidSetting::in_range("resign_playthrough", playthrough, 0.0, false, 1.0)?;
+        let target = f64::from(self.resign_false_positive_target);
+        InvalidSetting::in_range("resign_false_positive_target", target, 0.0, false, 1.0)?;
+        InvalidSetting::at_least("max_plies", self.max_plies.into(), 1)
     }
 }

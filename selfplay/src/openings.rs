@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
 use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
@@ -45,6 +45,115 @@ pub enum OpeningError {
         /// The file.
         path: String,
     },
+    /// Every position of a self-play book is a finished game.
+    #[error(
+        "{path}: no playable position: all {finished} are finished games (checkmate, stalemate, \
+         insufficient material or the fifty-move rule)"
+    )]
+    NoPlayable {
+        /// The file.
+        path: String,
+        /// How many positions it holds, all finished.
+        finished: usize,
+    },
+}
+
+/// Where in a book a position comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BookPlace {
+    /// 1-based line of a FEN/EPD file.
+    Line(usize),
+    /// 1-based game of a PGN file.
+    Game(usize),
+}
+
+impl std::fmt::Display for BookPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BookPlace::Line(n) => write!(f, "line {n}"),
+            BookPlace::Game(n) => write!(f, "game {n}"),
+        }
+    }
+}
+
+/// A book position in which the game is already over, skipped by [`read_book`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinishedOpening {
+    /// Where it is in the file.
+    pub place: BookPlace,
+    /// Its FEN.
+    pub fen: String,
+    /// Why the game is over.
+    pub reason: TerminalReason,
+}
+
+/// A self-play opening book: the positions games can start from, and the finished ones
+/// that were left out.
+#[derive(Debug, Clone, Default)]
+pub struct Book {
+    /// FENs of the playable positions, in file order.
+    pub positions: Vec<String>,
+    /// Positions skipped because the game is over in them.
+    pub finished: Vec<FinishedOpening>,
+}
+
+impl Book {
+    /// One line that tells what was skipped (the first few places and the total); `None`
+    /// when nothing was.
+    pub fn skipped_warning(&self, path: &Path) -> Option<String> {
+        const LISTED: usize = 5;
+        if self.finished.is_empty() {
+            return None;
+        }
+        let listed: Vec<String> = self
+            .finished
+            .iter()
+            .take(LISTED)
+            .map(|f| format!("{} ({})", f.place, f.reason.describe()))
+            .collect();
+        let more = if self.finished.len() > LISTED {
+            ", ..."
+        } else {
+            ""
+        };
+        Some(format!(
+            "{}: skipped {} finished position(s), {} kept: {}{more}",
+            path.display(),
+            self.finished.len(),
+            self.positions.len(),
+            listed.join(", ")
+        ))
+    }
+}
+
+/// Reads a self-play opening book as [`read_openings`] does, but leaves out the positions in
+/// which the game is already over (checkmate, stalemate, insufficient material, halfmove
+/// clock at 100; a PGN game's final position often is one): a game cannot start there, and
+/// one such line would otherwise stop self-play, and every `--resume` after it, for good.
+/// A book without any playable position is [`OpeningError::NoPlayable`].
+pub fn read_book(path: &Path) -> Result<Book, OpeningError> {
+    let mut book = Book::default();
+    for (place, fen) in read_placed(path)? {
+        // FEN lines are checked already; a PGN game's final position is checked here.
+        let state = ChessState::from_fen(&fen, HistoryFill::No).map_err(|e| {
+            let (path, reason) = (path.display().to_string(), e.to_string());
+            match place {
+                BookPlace::Line(line) => OpeningError::BadLine { path, line, reason },
+                BookPlace::Game(game) => OpeningError::BadGame { path, game, reason },
+            }
+        })?;
+        match state.terminal_reason() {
+            Some(reason) => book.finished.push(FinishedOpening { place, fen, reason }),
+            None => book.positions.push(fen),
+        }
+    }
+    if book.positions.is_empty() {
+        return Err(OpeningError::NoPlayable {
+            path: path.display().to_string(),
+            finished: book.finished.len(),
+        });
+    }
+    Ok(book)
 }
 
 /// The FEN of a FEN or EPD line: EPD's four position fields get `0 1` as move counters;
@@ -69,6 +178,11 @@ pub fn fen_of_line(line: &str) -> String {
 /// file is one FEN or EPD position a line, blank lines and `#` comments skipped. Every
 /// position is checked, and the first bad one is an error naming its line or game.
 pub fn read_openings(path: &Path) -> Result<Vec<String>, OpeningError> {
+    Ok(read_placed(path)?.into_iter().map(|(_, fen)| fen).collect())
+}
+
+/// [`read_openings`] with the place of each position.
+fn read_placed(path: &Path) -> Result<Vec<(BookPlace, String)>, OpeningError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| OpeningError::Io {
         path: name.clone(),
@@ -78,11 +192,16 @@ pub fn read_openings(path: &Path) -> Result<Vec<String>, OpeningError> {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("pgn"));
     let out = if is_pgn {
-        pgn_final_positions(&text).map_err(|(game, reason)| OpeningError::BadGame {
-            path: name.clone(),
-            game,
-            reason,
-        })?
+        pgn_final_positions(&text)
+            .map_err(|(game, reason)| OpeningError::BadGame {
+                path: name.clone(),
+                game,
+                reason,
+            })?
+            .into_iter()
+            .enumerate()
+            .map(|(i, fen)| (BookPlace::Game(i + 1), fen))
+            .collect()
     } else {
         fen_lines(&text, &name)?
     };
@@ -92,7 +211,7 @@ pub fn read_openings(path: &Path) -> Result<Vec<String>, OpeningError> {
     Ok(out)
 }
 
-fn fen_lines(text: &str, name: &str) -> Result<Vec<String>, OpeningError> {
+fn fen_lines(text: &str, name: &str) -> Result<Vec<(BookPlace, String)>, OpeningError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -105,7 +224,7 @@ fn fen_lines(text: &str, name: &str) -> Result<Vec<String>, OpeningError> {
             line: i + 1,
             reason: e.to_string(),
         })?;
-        out.push(fen);
+        out.push((BookPlace::Line(i + 1), fen));
     }
     Ok(out)
 }

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Move, Position};
 
@@ -39,6 +39,75 @@ pub enum PuzzleError {
         /// The file.
         path: String,
     },
+    /// Every puzzle of the file was skipped: the game is over before the solver's move.
+    #[error("{path}: no puzzle to solve: all {skipped} are games already over")]
+    NothingToSolve {
+        /// The file.
+        path: String,
+        /// How many were skipped.
+        skipped: usize,
+    },
+}
+
+/// A puzzle left out by [`read_puzzles`]: its line reaches a position where the game is
+/// over before its last move (most often right after the opponent's first move), so there
+/// is nothing for a player to find there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedPuzzle {
+    /// 1-based line of the file.
+    pub line: usize,
+    /// Lichess's id.
+    pub id: String,
+    /// How many of the line's moves were played when the game was over (1: after the
+    /// opponent's first move).
+    pub after_moves: usize,
+    /// Why the game is over.
+    pub reason: TerminalReason,
+}
+
+/// The puzzles of a file, and the ones that were skipped.
+#[derive(Debug, Clone, Default)]
+pub struct PuzzleSet {
+    /// Puzzles to solve, in file order.
+    pub puzzles: Vec<Puzzle>,
+    /// Rows skipped because the game is over before the line ends.
+    pub skipped: Vec<SkippedPuzzle>,
+}
+
+impl PuzzleSet {
+    /// One line that tells what was skipped (the first few and the total); `None` when
+    /// nothing was.
+    pub fn skipped_warning(&self, path: &Path) -> Option<String> {
+        const LISTED: usize = 5;
+        if self.skipped.is_empty() {
+            return None;
+        }
+        let listed: Vec<String> = self
+            .skipped
+            .iter()
+            .take(LISTED)
+            .map(|s| {
+                format!(
+                    "line {} ({}: {} after {} move(s))",
+                    s.line,
+                    s.id,
+                    s.reason.describe(),
+                    s.after_moves
+                )
+            })
+            .collect();
+        let more = if self.skipped.len() > LISTED {
+            ", ..."
+        } else {
+            ""
+        };
+        Some(format!(
+            "{}: skipped {} puzzle(s) whose game is already over: {}{more}",
+            path.display(),
+            self.skipped.len(),
+            listed.join(", ")
+        ))
+    }
 }
 
 /// One puzzle.
@@ -82,36 +151,67 @@ pub fn band(rating: u32) -> usize {
 
 /// Reads the first `limit` puzzles (all when `None`) of a Lichess puzzle CSV
 /// (`PuzzleId,FEN,Moves,Rating,...`, header line optional). Each row's line is replayed, so
-/// a bad FEN or an illegal move is an error naming its line.
-pub fn read_puzzles(path: &Path, limit: Option<usize>) -> Result<Vec<Puzzle>, PuzzleError> {
+/// a bad FEN or an illegal move is an error naming its line. A row whose game is over
+/// before its line ends (e.g. the opponent's first move mates or stalemates) is skipped
+/// and listed in [`PuzzleSet::skipped`]: it is a bad puzzle, not a bad file, and would
+/// otherwise stop a whole run when the player is asked to move in a finished game.
+pub fn read_puzzles(path: &Path, limit: Option<usize>) -> Result<PuzzleSet, PuzzleError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| PuzzleError::Io {
         path: name.clone(),
         source,
     })?;
-    let mut out = Vec::new();
+    let mut out = PuzzleSet::default();
     for (i, line) in text.lines().enumerate() {
-        if out.len() >= limit.unwrap_or(usize::MAX) {
+        if out.puzzles.len() >= limit.unwrap_or(usize::MAX) {
             break;
         }
         let line = line.trim();
         if line.is_empty() || (i == 0 && line.starts_with("PuzzleId")) {
             continue;
         }
-        let puzzle = parse_row(line).map_err(|reason| PuzzleError::BadRow {
+        let row = parse_row(line).map_err(|reason| PuzzleError::BadRow {
             path: name.clone(),
             line: i + 1,
             reason,
         })?;
-        out.push(puzzle);
+        match row {
+            Row::Puzzle(p) => out.puzzles.push(p),
+            Row::Over {
+                id,
+                after_moves,
+                reason,
+            } => out.skipped.push(SkippedPuzzle {
+                line: i + 1,
+                id,
+                after_moves,
+                reason,
+            }),
+        }
     }
-    if out.is_empty() {
-        return Err(PuzzleError::Empty { path: name });
+    if out.puzzles.is_empty() {
+        if out.skipped.is_empty() {
+            return Err(PuzzleError::Empty { path: name });
+        }
+        return Err(PuzzleError::NothingToSolve {
+            path: name,
+            skipped: out.skipped.len(),
+        });
     }
     Ok(out)
 }
 
-fn parse_row(line: &str) -> Result<Puzzle, String> {
+/// A row of the file: a puzzle, or one whose game is over before its line ends.
+enum Row {
+    Puzzle(Puzzle),
+    Over {
+        id: String,
+        after_moves: usize,
+        reason: TerminalReason,
+    },
+}
+
+fn parse_row(line: &str) -> Result<Row, String> {
     let fields: Vec<&str> = line.split(',').collect();
     let [id, fen, moves, rating, ..] = fields[..] else {
         return Err("expected PuzzleId,FEN,Moves,Rating,...".into());
@@ -126,15 +226,24 @@ fn parse_row(line: &str) -> Result<Puzzle, String> {
     }
     let mut state =
         ChessState::from_fen(fen, HistoryFill::No).map_err(|e| format!("FEN {fen:?}: {e}"))?;
-    for mv in &moves {
+    // As `solve_puzzles` plays it: only the rules of chess end a puzzle, never a length.
+    state.set_max_plies(u32::MAX);
+    for (played, mv) in moves.iter().enumerate() {
+        if let Some(reason) = state.terminal_reason() {
+            return Ok(Row::Over {
+                id: id.to_string(),
+                after_moves: played,
+                reason,
+            });
+        }
         state.play_uci(mv).map_err(|e| e.to_string())?;
     }
-    Ok(Puzzle {
+    Ok(Row::Puzzle(Puzzle {
         id: id.to_string(),
         fen: fen.to_string(),
         moves,
         rating,
-    })
+    }))
 }
 
 /// A puzzle being solved.

@@ -10,6 +10,7 @@
 //! compressed length `u32`, CRC-32 of the compressed bytes `u32`, then the compressed payload.
 
 use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use cfzero_network::checkpoint::write_file_atomically;
@@ -30,6 +31,15 @@ const HEADER_LEN: usize = 4 + 1 + 3 + 4 * 4;
 const ZSTD_LEVEL: i32 = 3;
 /// Upper bound on a payload, against corrupt lengths that would allocate wildly.
 const MAX_PAYLOAD: usize = 1 << 30;
+/// The fewest payload bytes a game takes: FEN length, result, termination, generation and
+/// position count.
+const MIN_GAME_BYTES: usize = 2 + 1 + 1 + 4 + 4;
+/// The fewest payload bytes a position of a version-1 file takes (no policy): played move,
+/// policy length and six 16-bit values; version 2 adds a seventh.
+const MIN_POSITION_BYTES_V1: usize = 1 + 1 + 6 * 2;
+/// Payload bytes expected per compressed byte when the buffer is first reserved: it grows
+/// as the data really decompresses, so a header that lies costs nothing.
+const FIRST_RESERVE_RATIO: usize = 8;
 
 /// Why a record file could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -181,6 +191,9 @@ impl<'a> Cursor<'a> {
         self.at = end;
         Ok(s)
     }
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.at
+    }
     fn u8(&mut self) -> Result<u8, String> {
         Ok(self.take(1)?[0])
     }
@@ -210,8 +223,16 @@ fn decode_game(c: &mut Cursor<'_>, version: u8) -> Result<GameRecord, String> {
     let termination = Termination::from_byte(c.u8()?).ok_or("unknown termination")?;
     let generation = c.u32()?;
     let n = c.u32()? as usize;
-    if n > c.bytes.len() {
-        return Err(format!("position count {n} exceeds the payload"));
+    // Bounded by what the remaining bytes can hold, not by their count: a position takes
+    // at least 14 bytes but is about 60 in memory, so the looser bound lets a small file
+    // request gigabytes.
+    let min_position = MIN_POSITION_BYTES_V1 + if version >= 2 { 2 } else { 0 };
+    let room = c.remaining() / min_position;
+    if n > room {
+        return Err(format!(
+            "position count {n} exceeds the {room} the remaining {} bytes can hold",
+            c.remaining()
+        ));
     }
     let mut positions = Vec::with_capacity(n);
     for _ in 0..n {
@@ -289,8 +310,14 @@ pub fn decode_records(bytes: &[u8], path: &Path) -> Result<Vec<GameRecord>, Reco
             "payload length {payload_len} is implausible"
         )));
     }
-    let payload =
-        zstd::bulk::decompress(body, payload_len).map_err(|e| corrupt(format!("zstd: {e}")))?;
+    // Streamed, so that memory follows the bytes that really decompress, up to the
+    // header's length (and one more, to notice a longer payload): a header that claims a
+    // gigabyte for a few compressed bytes must not reserve it.
+    let mut payload =
+        Vec::with_capacity(payload_len.min(comp_len.saturating_mul(FIRST_RESERVE_RATIO)));
+    zstd::stream::read::Decoder::with_buffer(body)
+        .and_then(|d| d.take(payload_len as u64 + 1).read_to_end(&mut payload))
+        .map_err(|e| corrupt(format!("zstd: {e}")))?;
     if payload.len() != payload_len {
         return Err(corrupt(format!(
             "payload is {} bytes, header says {payload_len}",
@@ -301,7 +328,12 @@ pub fn decode_records(bytes: &[u8], path: &Path) -> Result<Vec<GameRecord>, Reco
         bytes: &payload,
         at: 0,
     };
-    let mut out = Vec::with_capacity(games.min(payload_len));
+    if games > payload_len / MIN_GAME_BYTES {
+        return Err(corrupt(format!(
+            "game count {games} exceeds what {payload_len} payload bytes can hold"
+        )));
+    }
+    let mut out = Vec::with_capacity(games);
     for i in 0..games {
         out.push(decode_game(&mut c, version).map_err(|e| corrupt(format!("game {i}: {e}")))?);
     }

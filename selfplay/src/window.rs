@@ -4,6 +4,7 @@ use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use cfzero_mcts::InvalidSetting;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +52,31 @@ fn default_beta() -> f64 {
 }
 
 impl WindowConfig {
+    /// Checks every setting's range and the relations between them: the growth formula
+    /// divides by `alpha`, and a window that holds no position, or that holds every game
+    /// out for validation, would leave the learner waiting forever.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        InvalidSetting::at_least("min_positions", self.min_positions as u64, 1)?;
+        if self.max_positions < self.min_positions {
+            return Err(InvalidSetting::new(
+                "max_positions",
+                format!(
+                    "({}) must be at least `min_positions` ({})",
+                    self.max_positions, self.min_positions
+                ),
+            ));
+        }
+        InvalidSetting::in_range("alpha", self.alpha, 0.0, true, f64::INFINITY)?;
+        InvalidSetting::in_range("beta", self.beta, 0.0, false, f64::INFINITY)?;
+        if !(0.0..1.0).contains(&self.validation_share) {
+            return Err(InvalidSetting::new(
+                "validation_share",
+                format!("must be in [0, 1) (got {})", self.validation_share),
+            ));
+        }
+        Ok(())
+    }
+
     /// Window size, in trainable positions, after `seen` trainable positions.
     pub fn size_after(&self, seen: usize) -> usize {
         let c = self.min_positions.max(1) as f64;

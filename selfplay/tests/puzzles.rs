@@ -79,19 +79,19 @@ fn scripted(puzzles: &[Puzzle], instead: &[(&str, usize, &str)]) -> Scripted {
 
 #[test]
 fn the_sample_reads_with_its_ratings_and_lines() {
-    let all = read_puzzles(&sample(), None).unwrap();
+    let all = read_puzzles(&sample(), None).unwrap().puzzles;
     assert_eq!(all.len(), 10);
     assert_eq!(all[0].id, "3IQ26");
     assert_eq!(all[0].moves, ["f1c1", "e3e1", "c1e1", "e8e1"]);
     assert_eq!(all[0].rating, 400);
     let bands: Vec<usize> = all.iter().map(|p| band(p.rating)).collect();
     assert_eq!(bands, [0, 0, 0, 1, 1, 1, 2, 2, 3, 3]);
-    assert_eq!(read_puzzles(&sample(), Some(3)).unwrap().len(), 3);
+    assert_eq!(read_puzzles(&sample(), Some(3)).unwrap().puzzles.len(), 3);
 }
 
 #[test]
 fn the_solution_solves_everything_and_a_wrong_move_fails_where_it_is_played() {
-    let puzzles = read_puzzles(&sample(), None).unwrap();
+    let puzzles = read_puzzles(&sample(), None).unwrap().puzzles;
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let mut perfect = scripted(&puzzles, &[]);
     let outcomes = solve_puzzles(&puzzles, &mut perfect, 4, &mut rng, &mut |_| {}).unwrap();
@@ -137,7 +137,7 @@ fn any_mating_move_solves_a_mate() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("p.csv");
     std::fs::write(&path, format!("{row}\n")).unwrap();
-    let puzzles = read_puzzles(&path, None).unwrap();
+    let puzzles = read_puzzles(&path, None).unwrap().puzzles;
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let mut other_mate = scripted(&puzzles, &[("mate2x", 1, "b1b8")]);
     let out = solve_puzzles(&puzzles, &mut other_mate, 1, &mut rng, &mut |_| {}).unwrap();

@@ -56,7 +56,11 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
     if args.limit == Some(0) {
         user_bail!("--limit must be at least 1");
     }
-    let puzzles = read_puzzles(&args.file, args.limit).map_err(user_error)?;
+    let set = read_puzzles(&args.file, args.limit).map_err(user_error)?;
+    if let Some(warning) = set.skipped_warning(&args.file) {
+        eprintln!("warning: {warning}");
+    }
+    let puzzles = set.puzzles;
     let search = play_search(args.config.as_deref())?;
     let device = parse_device(&args.device).map_err(user_error)?;
     let handle = serve_net(&args.net, device, args.precision)?;
@@ -86,6 +90,7 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
             "tally": tally,
             "bands": BANDS,
             "outcomes": outcomes,
+            "skipped": set.skipped.len(),
         });
         println!("{report}");
         return Ok(());
@@ -97,8 +102,12 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
             format!("{:.1}%", 100.0 * s as f64 / n as f64)
         }
     };
+    let skipped = match set.skipped.len() {
+        0 => String::new(),
+        n => format!(" ({n} skipped: game already over)"),
+    };
     println!(
-        "{}: {} of {} puzzles solved ({}), {} simulations a move",
+        "{}: {} of {} puzzles solved ({}), {} simulations a move{skipped}",
         args.net.display(),
         tally.all.0,
         tally.all.1,

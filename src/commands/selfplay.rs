@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::parse_device;
-use cfzero_selfplay::openings::read_openings;
 use clap::Args;
 
 use crate::config::Config;
@@ -62,7 +61,7 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
         None => default_worker_name(),
     };
     let openings = match &config.selfplay.openings {
-        Some(p) => read_openings(p).map_err(user_error)?,
+        Some(p) => selfplay_phase::read_selfplay_book(p)?,
         None => Vec::new(),
     };
     let stop = stop_on_ctrl_c();

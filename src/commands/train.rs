@@ -7,10 +7,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 use cfzero_network::checkpoint::load_net;
-use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::resign::ResignCalibration;
 
-use crate::error::user_error;
 use crate::run::deadline::{Deadline, parse_minutes};
 use crate::run::selfplay_phase;
 use crate::run::session::{RunArgs, Session, count_records, stop_on_ctrl_c};
@@ -53,7 +51,7 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
     let mut config = session.config.clone();
     let mut calibration = ResignCalibration::new();
     let openings = match &config.selfplay.openings {
-        Some(p) => read_openings(p).map_err(user_error)?,
+        Some(p) => selfplay_phase::read_selfplay_book(p)?,
         None => Vec::new(),
     };
     let started = Instant::now();

@@ -10,13 +10,25 @@ use cfzero_mcts::chess::ChessState;
 use cfzero_network::checkpoint::write_file_atomically;
 use cfzero_network::inference::StatsSnapshot;
 use cfzero_network::{InferenceHandle, InferenceServer, Net};
+use cfzero_selfplay::openings::read_book;
 use cfzero_selfplay::pgn::{PgnTags, game_to_pgn};
 use cfzero_selfplay::record::{RECORD_EXTENSION, read_records, write_records};
 use cfzero_selfplay::{ActorId, ActorStats, FinishedGame, GameResult, MoveCount, play_games};
 use crossbeam_channel::RecvTimeoutError;
 
 use crate::config::Config;
+use crate::error::user_error;
 use crate::run::progress::bar;
+
+/// The playable positions of the self-play opening book at `path`; the finished ones are
+/// left out with a warning on stderr, and a book without any playable one is a user error.
+pub fn read_selfplay_book(path: &Path) -> Result<Vec<String>> {
+    let book = read_book(path).map_err(user_error)?;
+    if let Some(warning) = book.skipped_warning(path) {
+        eprintln!("warning: {warning}");
+    }
+    Ok(book.positions)
+}
 
 /// What a self-play phase did.
 #[derive(Debug, Clone, Default)]

@@ -8,14 +8,14 @@ pub mod clock;
 pub mod command;
 pub mod searcher;
 
-use std::io::BufRead;
+use std::io::{self, BufRead};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use anyhow::Result;
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
 use cfzero_mcts::{SearchConfig, SearchMode};
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::precision::{self, Bf16Support, Precision};
@@ -208,7 +208,9 @@ impl Engine {
         self.position = state;
     }
 
-    /// Loads the net if the options name another one (or other threads); false if there is none.
+    /// Loads the net if the options name another one (or other threads); false if there is
+    /// none. A net that does not load is reported and forgotten: the engine keeps the one it
+    /// had, and the options name that one again.
     fn ensure_net(&mut self) -> bool {
         let Some(path) = self.options.net.clone() else {
             println!("info string no net: set the Net option or start with --net");
@@ -222,7 +224,6 @@ impl Engine {
         {
             return true;
         }
-        self.loaded = None;
         set_torch_threads(threads);
         match load_net(&path, self.device) {
             Ok(net) => {
@@ -245,7 +246,16 @@ impl Engine {
             }
             Err(e) => {
                 println!("info string cannot load the net: {e}");
-                false
+                match &self.loaded {
+                    Some(old) => {
+                        println!("info string keeping the net {}", old.path.display());
+                        self.options.net = Some(old.path.clone());
+                        self.options.threads = old.threads;
+                        set_torch_threads(old.threads);
+                        true
+                    }
+                    None => false,
+                }
             }
         }
     }
@@ -262,7 +272,7 @@ impl Engine {
         }
         let white = self.position.turn() == Color::White;
         let job = Job {
-            state: self.position.clone(),
+            state: search_root(&self.position),
             budget: budget(
                 go,
                 white,
@@ -302,6 +312,78 @@ impl Engine {
     }
 }
 
+/// The position a `go` searches. A draw that can be claimed (threefold repetition, the
+/// fifty-move rule) does not end the game in UCI: the GUI or the opponent decides whether to
+/// claim it, and a `bestmove 0000` there is scored as a loss. So the search starts from the
+/// same board without the history that repeats and with the halfmove clock just below the
+/// limit: every move that keeps the fifty-move draw is still scored as a draw. Any other
+/// position is searched as it is.
+fn search_root(position: &ChessState) -> ChessState {
+    match position.terminal_reason() {
+        Some(TerminalReason::ThreefoldRepetition | TerminalReason::FiftyMoveRule) => {}
+        _ => return position.clone(),
+    }
+    let fen = position.fen();
+    let mut fields: Vec<String> = fen.split(' ').map(str::to_string).collect();
+    if let Some(clock) = fields.get_mut(4) {
+        *clock = clock.parse::<u32>().unwrap_or(0).min(99).to_string();
+    }
+    match ChessState::from_fen(&fields.join(" "), HistoryFill::No) {
+        Ok(mut state) => {
+            state.set_max_plies(u32::MAX);
+            state
+        }
+        // Cannot happen (it is the position's own FEN); the search then answers as it can.
+        Err(_) => position.clone(),
+    }
+}
+
+/// Longest input line taken (a UCI line is a few kilobytes at most, even a `position` with
+/// a whole game's moves); the rest of a longer one is dropped, so that a stream without
+/// newlines cannot grow the engine's memory.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// Reads one line into `out` (cleared first), keeping at most `max` bytes: the rest of a
+/// longer line is read and dropped. `None` at the end of the input; otherwise whether the
+/// line was too long (then `out` holds nothing, as the line is not a command).
+fn read_line_bounded(
+    input: &mut impl BufRead,
+    max: usize,
+    out: &mut Vec<u8>,
+) -> io::Result<Option<bool>> {
+    out.clear();
+    let mut too_long = false;
+    let mut read_any = false;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(read_any.then_some(too_long));
+        }
+        read_any = true;
+        let (chunk, newline) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        let n = chunk.len();
+        if !too_long {
+            if out.len() + n > max {
+                too_long = true;
+                out.clear();
+            } else {
+                out.extend_from_slice(chunk);
+            }
+        }
+        input.consume(n);
+        if newline {
+            return Ok(Some(too_long));
+        }
+    }
+}
+
 fn start_position() -> ChessState {
     let mut s = ChessState::new();
     s.set_max_plies(u32::MAX);
@@ -337,10 +419,13 @@ pub fn run(args: &UciArgs) -> Result<()> {
     let mut input = std::io::stdin().lock();
     let mut bytes = Vec::new();
     loop {
-        bytes.clear();
-        match input.read_until(b'\n', &mut bytes) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        match read_line_bounded(&mut input, MAX_LINE, &mut bytes) {
+            Ok(None) | Err(_) => break,
+            Ok(Some(true)) => {
+                println!("info string ignored: a line longer than {MAX_LINE} bytes");
+                continue;
+            }
+            Ok(Some(false)) => {}
         }
         engine.reap();
         // Bytes that are not UTF-8 are garbage like any other: replaced, then ignored.

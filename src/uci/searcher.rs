@@ -1,6 +1,12 @@
 //! One `go`: a search on its own thread that reports `info` lines about once a second and
-//! ends with `bestmove`, when its budget is spent, its time is up or `stop` arrives.
+//! ends with `bestmove`, when its budget is spent, its time is up or `stop` arrives. A
+//! search that fails, even by a panic, still answers with a legal move: a GUI waits for
+//! `bestmove` forever, and scores `0000` as a loss.
+//!
+//! Fault injection for tests: with the environment variable [`FAULT_ENV`] set to `panic`,
+//! every search panics as it starts.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -13,7 +19,7 @@ use cfzero_network::InferenceHandle;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use shakmaty::uci::UciMove;
-use shakmaty::{CastlingMode, Move};
+use shakmaty::{CastlingMode, Move, Position};
 
 use super::clock::Budget;
 
@@ -60,18 +66,25 @@ impl Default for Shared {
     }
 }
 
+/// The environment variable that makes every search panic (see the module's doc).
+pub const FAULT_ENV: &str = "CFZERO_UCI_FAULT";
+
 /// Starts the search of `job` on a new thread; it prints its own `bestmove`.
 pub fn spawn(job: Job, net: InferenceHandle<ChessState>, shared: Shared) -> JoinHandle<()> {
     std::thread::Builder::new()
         .name("uci-search".into())
         .spawn(move || {
-            let best = match search(&job, &net, &shared) {
-                Ok(best) => best,
-                Err(e) => {
-                    println!("info string search failed: {e}");
-                    None
-                }
+            let outcome = catch_unwind(AssertUnwindSafe(|| search(&job, &net, &shared)));
+            let failure = match outcome {
+                Ok(Ok(best)) => Ok(best),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(panic) => Err(panic_message(panic.as_ref())),
             };
+            let best = failure.unwrap_or_else(|why| {
+                println!("info string search failed: {why}");
+                // Any legal move beats none.
+                job.state.position().legal_moves().first().copied()
+            });
             // `go infinite` must not answer before `stop`, even when the search is done.
             while job.budget.infinite && !shared.stop.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(5));
@@ -85,12 +98,25 @@ pub fn spawn(job: Job, net: InferenceHandle<ChessState>, shared: Shared) -> Join
         .expect("spawning the search thread")
 }
 
+/// The first line of a panic's message.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string());
+    format!("panic: {}", text.lines().next().unwrap_or_default())
+}
+
 /// Runs the search; `None` when the position has no legal move.
 fn search(
     job: &Job,
     net: &InferenceHandle<ChessState>,
     shared: &Shared,
 ) -> Result<Option<Move>, cfzero_mcts::SearchError> {
+    if std::env::var_os(FAULT_ENV).is_some_and(|v| v == "panic") {
+        panic!("fault injected by {FAULT_ENV}=panic");
+    }
     let planned = planned_simulations(&job.budget, shared.nps.load(Ordering::Relaxed));
     let mut search = Search::new(job.config.clone());
     let mut rng = ChaCha8Rng::seed_from_u64(0);

@@ -1,5 +1,6 @@
 //! The `[train]` table: how the net learns from the replay window.
 
+use cfzero_mcts::InvalidSetting;
 use cfzero_network::LossWeights;
 use cfzero_network::optim::schedule::LrSchedule;
 use serde::{Deserialize, Serialize};
@@ -69,4 +70,35 @@ fn default_swa_max() -> u64 {
 }
 fn default_loaders() -> usize {
     1
+}
+
+impl TrainConfig {
+    /// Checks every setting's range: a batch needs a position, a loader thread and a
+    /// positive gradient clip, and every weight and rate must be finite (a NaN or an
+    /// infinity would spread to every weight of the net at the first step).
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        InvalidSetting::at_least("batch_size", self.batch_size as u64, 1)?;
+        self.lr.validate().map_err(|e| e.within("lr"))?;
+        let inf = f64::INFINITY;
+        InvalidSetting::in_range("grad_clip", self.grad_clip, 0.0, true, inf)?;
+        InvalidSetting::in_range("weight_decay", self.weight_decay, 0.0, false, inf)?;
+        InvalidSetting::at_least("swa_max", self.swa_max, 1)?;
+        InvalidSetting::at_least("loader_threads", self.loader_threads as u64, 1)?;
+        let l = &self.loss;
+        for (key, w) in [
+            ("policy", l.policy),
+            ("soft_policy", l.soft_policy),
+            ("winner", l.winner),
+            ("q", l.q),
+            ("q_error", l.q_error),
+            ("q_categorical", l.q_categorical),
+            ("st", l.st),
+            ("st_error", l.st_error),
+            ("st_categorical", l.st_categorical),
+            ("moves_left", l.moves_left),
+        ] {
+            InvalidSetting::in_range(key, w, 0.0, false, inf).map_err(|e| e.within("loss"))?;
+        }
+        InvalidSetting::in_range("q_ratio", self.q_ratio.into(), 0.0, false, 1.0)
+    }
 }

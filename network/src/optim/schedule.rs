@@ -1,5 +1,6 @@
 //! Learning-rate schedule: linear warmup, then step decay.
 
+use cfzero_mcts::InvalidSetting;
 use serde::{Deserialize, Serialize};
 
 /// `lr(step)` for 0-based `step`: during warmup `peak * (step + 1) / warmup_steps`, then
@@ -25,6 +26,21 @@ fn default_decay_factor() -> f64 {
 }
 
 impl LrSchedule {
+    /// Checks the ranges: a positive, finite rate and factor, and decay steps in ascending
+    /// order (the schedule counts the boundaries passed, so an unsorted list would decay
+    /// at the wrong steps without any sign of it).
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        InvalidSetting::in_range("peak", self.peak, 0.0, true, f64::INFINITY)?;
+        InvalidSetting::in_range("decay_factor", self.decay_factor, 0.0, true, f64::INFINITY)?;
+        if let Some(w) = self.decay_steps.windows(2).find(|w| w[0] >= w[1]) {
+            return Err(InvalidSetting::new(
+                "decay_steps",
+                format!("must be strictly ascending ({} then {})", w[0], w[1]),
+            ));
+        }
+        Ok(())
+    }
+
     /// The learning rate of (0-based) `step`.
     pub fn lr(&self, step: u64) -> f64 {
         if step < self.warmup_steps {

@@ -1,0 +1,125 @@
+//! Hostile opening books and puzzle files (issue 16, classes 1 and 9): positions in which the
+//! game is already over are skipped and reported, never a stop of the whole run; a file
+//! with nothing playable at all is one error.
+
+use cfzero_mcts::chess::TerminalReason;
+use cfzero_selfplay::openings::{BookPlace, OpeningError, read_book, read_openings};
+use cfzero_selfplay::puzzles::{PuzzleError, read_puzzles};
+
+/// Four finished games (checkmate, stalemate, bare kings, fifty-move rule) and one playable
+/// position, on lines 2 to 6.
+const BOOK: &str = "# finished games first
+rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3
+7k/5Q2/6K1/8/8/8/8/8 b - - 0 1
+8/8/4k3/8/8/4K3/8/8 w - - 0 1
+4k3/8/8/8/8/8/4P3/R3K3 w - - 100 80
+rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1
+";
+
+#[test]
+fn finished_book_positions_are_skipped_with_their_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("book.epd");
+    std::fs::write(&path, BOOK).unwrap();
+    let book = read_book(&path).unwrap();
+    assert_eq!(
+        book.positions,
+        ["rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"]
+    );
+    let skipped: Vec<(BookPlace, TerminalReason)> =
+        book.finished.iter().map(|f| (f.place, f.reason)).collect();
+    assert_eq!(
+        skipped,
+        [
+            (BookPlace::Line(2), TerminalReason::Checkmate),
+            (BookPlace::Line(3), TerminalReason::Stalemate),
+            (BookPlace::Line(4), TerminalReason::InsufficientMaterial),
+            (BookPlace::Line(5), TerminalReason::FiftyMoveRule),
+        ]
+    );
+    let warning = book.skipped_warning(&path).unwrap();
+    assert!(
+        warning.contains("skipped 4") && warning.contains("line 3 (stalemate)"),
+        "{warning}"
+    );
+    // Match openings are read whole: matches cope with finished positions themselves.
+    assert_eq!(read_openings(&path).unwrap().len(), 5);
+}
+
+#[test]
+fn a_pgn_book_skips_games_that_ended_in_mate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("book.pgn");
+    std::fs::write(
+        &path,
+        "[Event \"fool\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n\n[Event \"open\"]\n\n1. e4 e5 *\n",
+    )
+    .unwrap();
+    let book = read_book(&path).unwrap();
+    assert_eq!(book.positions.len(), 1);
+    assert_eq!(book.finished.len(), 1);
+    assert_eq!(book.finished[0].place, BookPlace::Game(1));
+    assert_eq!(book.finished[0].reason, TerminalReason::Checkmate);
+}
+
+#[test]
+fn a_book_of_finished_games_only_is_one_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("over.epd");
+    let finished: String = BOOK.lines().take(5).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, finished).unwrap();
+    let err = read_book(&path).unwrap_err();
+    assert!(
+        matches!(err, OpeningError::NoPlayable { finished: 4, .. }),
+        "{err}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains("over.epd") && !msg.contains('\n'), "{msg}");
+}
+
+/// A good puzzle (Ra8# after Kh8), then three whose game is over after the opponent's
+/// first move: checkmate, bare kings, stalemate.
+pub const PUZZLES: &str = "PuzzleId,FEN,Moves,Rating
+good,6k1/5ppp/8/8/8/8/8/RR4K1 b - - 0 1,g8h8 a1a8,600
+mated,6k1/8/8/8/8/8/r4PPP/6K1 b - - 0 1,a2a1 g1f1,900
+bare,8/8/8/4k3/8/8/3r4/4K3 w - - 0 1,e1d2 e5d5,800
+stale,k7/8/1K6/8/8/8/8/2Q5 w - - 0 1,c1c7 a8a7,700
+";
+
+#[test]
+fn puzzles_over_after_the_first_move_are_skipped_and_counted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("p.csv");
+    std::fs::write(&path, PUZZLES).unwrap();
+    let set = read_puzzles(&path, None).unwrap();
+    let ids: Vec<&str> = set.puzzles.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["good"]);
+    let skipped: Vec<(usize, &str, usize, TerminalReason)> = set
+        .skipped
+        .iter()
+        .map(|s| (s.line, s.id.as_str(), s.after_moves, s.reason))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            (3, "mated", 1, TerminalReason::Checkmate),
+            (4, "bare", 1, TerminalReason::InsufficientMaterial),
+            (5, "stale", 1, TerminalReason::Stalemate),
+        ]
+    );
+    let warning = set.skipped_warning(&path).unwrap();
+    assert!(warning.contains("skipped 3"), "{warning}");
+
+    // Nothing but finished games: one error, not an empty run.
+    let only_over: String = PUZZLES
+        .lines()
+        .filter(|l| !l.starts_with("good"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&path, only_over).unwrap();
+    let err = read_puzzles(&path, None).unwrap_err();
+    assert!(
+        matches!(err, PuzzleError::NothingToSolve { skipped: 3, .. }),
+        "{err}"
+    );
+}
