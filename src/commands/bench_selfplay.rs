@@ -12,7 +12,7 @@ use anyhow::Result;
 use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
 use cfzero_network::checkpoint::load_net;
-use cfzero_network::{InferenceHandle, InferenceServer, Net, parse_device};
+use cfzero_network::{InferenceHandle, Net, parse_device};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::{ActorId, MoveCount};
 use clap::Args;
@@ -22,7 +22,7 @@ use tch::Device;
 use crate::config::Config;
 use crate::error::user_error;
 use crate::run::progress::{bar, spinner};
-use crate::run::selfplay_phase::{Live, run_actors};
+use crate::run::selfplay_phase::{Live, run_actors, spawn_servers};
 use crate::user_bail;
 
 /// Arguments of `cfzero bench selfplay`.
@@ -154,13 +154,7 @@ fn served_rate(
         state.legal_moves(&mut moves);
         leaves.push(state, &moves);
     }
-    let options = config.run.inference_options(net.device());
-    let servers = config.run.inference_servers.max(1);
-    let mut handles = Vec::with_capacity(servers);
-    for _ in 1..servers {
-        handles.push(InferenceServer::spawn(net.try_clone()?, options));
-    }
-    handles.push(InferenceServer::spawn(net, options));
+    let handles = spawn_servers(config, net)?;
     let counts = std::thread::scope(|scope| {
         let threads: Vec<_> = handles
             .iter()

@@ -148,6 +148,22 @@ pub struct ActorsOutcome {
     pub seconds: f64,
 }
 
+/// The self-play inference servers of `config`: `run.inference_servers` of them (at least
+/// one) with the run's options, each with its own copy of `net`.
+pub fn spawn_servers(config: &Config, net: Net) -> Result<Vec<InferenceHandle<ChessState>>> {
+    let options = config.run.inference_options(net.device());
+    let servers = config.run.inference_servers.max(1);
+    let mut handles = Vec::with_capacity(servers);
+    for _ in 1..servers {
+        let copy = net
+            .try_clone()
+            .context("copying the net for another inference server")?;
+        handles.push(InferenceServer::spawn(copy, options));
+    }
+    handles.push(InferenceServer::spawn(net, options));
+    Ok(handles)
+}
+
 /// How often [`run_actors`] calls its `on_tick` at the least.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -171,16 +187,8 @@ pub fn run_actors(
 ) -> Result<ActorsOutcome> {
     let start = Instant::now();
     config.run.use_inference_threads();
-    let options = config.run.inference_options(net.device());
-    let servers = config.run.inference_servers.max(1);
-    let mut handles: Vec<InferenceHandle<ChessState>> = Vec::with_capacity(servers);
-    for _ in 1..servers {
-        let copy = net
-            .try_clone()
-            .context("copying the net for another inference server")?;
-        handles.push(InferenceServer::spawn(copy, options));
-    }
-    handles.push(InferenceServer::spawn(net, options));
+    let handles = spawn_servers(config, net)?;
+    let servers = handles.len();
     let stats = || {
         handles
             .iter()
