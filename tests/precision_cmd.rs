@@ -6,10 +6,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 
+use common::uci::UciEngine;
 use common::*;
 
 const BF16_PATH: &str = "inference precision: bf16 (bf16 requested; CFZERO_CPU_BF16=1";
@@ -98,22 +98,10 @@ fn train_falls_back_to_f32_with_a_notice_without_native_bf16() {
     assert!(run_dir.join("nets/gen-0001.safetensors").is_file());
 }
 
-/// A fresh micro net saved in `dir`.
-fn micro_net(dir: &Path) -> PathBuf {
-    let net = dir.join("micro.safetensors");
-    let config = network_config(&micro_config());
-    cfzero_network::save_net(
-        &cfzero_network::Net::new(&config, tch::Device::Cpu).unwrap(),
-        &net,
-    )
-    .unwrap();
-    net
-}
-
 #[test]
 fn match_and_puzzles_take_the_precision_flag() {
     let tmp = tempfile::tempdir().unwrap();
-    let net = micro_net(tmp.path());
+    let net = save_micro_net(tmp.path());
     let net = net.to_str().unwrap();
     for (cpu_bf16, expect) in [("1", BF16_PATH), ("0", FALLBACK)] {
         let out = run(
@@ -161,8 +149,8 @@ fn match_and_puzzles_take_the_precision_flag() {
 #[test]
 fn the_uci_engine_reloads_the_net_in_the_precision_option() {
     let tmp = tempfile::tempdir().unwrap();
-    let net = micro_net(tmp.path());
-    let mut child = cfzero(&[
+    let net = save_micro_net(tmp.path());
+    let args = [
         "uci",
         "--device",
         "cpu",
@@ -170,62 +158,43 @@ fn the_uci_engine_reloads_the_net_in_the_precision_option() {
         net.to_str().unwrap(),
         "--precision",
         "bf16",
-    ])
-    .env("CFZERO_CPU_BF16", "1")
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut until = |prefix: &str| -> Vec<String> {
-        let mut seen = Vec::new();
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            let done = line.starts_with(prefix);
-            seen.push(line);
-            if done {
-                return seen;
-            }
-        }
-        panic!("no {prefix:?} line; saw {seen:?}");
-    };
-    writeln!(stdin, "uci").unwrap();
-    let options = until("uciok");
+    ];
+    let mut engine = UciEngine::start(&args, &[("CFZERO_CPU_BF16", "1")]);
+    engine.send("uci");
+    let options = engine.until("uciok");
     assert!(
         options.iter().any(|l| l
             == "option name Precision type combo default bf16 var auto var f32 var bf16"),
         "{options:?}"
     );
-    writeln!(stdin, "isready").unwrap();
-    let seen = until("readyok");
+    engine.send("isready");
+    let seen = engine.until("readyok");
     assert!(
         seen.iter()
             .any(|l| l.starts_with(&format!("info string {BF16_PATH}"))),
         "{seen:?}"
     );
-    writeln!(stdin, "go nodes 8").unwrap();
-    until("bestmove");
-    writeln!(stdin, "setoption name Precision value f32").unwrap();
-    writeln!(stdin, "isready").unwrap();
-    let seen = until("readyok");
+    engine.send("go nodes 8");
+    engine.until("bestmove");
+    engine.send("setoption name Precision value f32");
+    engine.send("isready");
+    let seen = engine.until("readyok");
     assert!(
         seen.iter()
             .any(|l| l == "info string inference precision: f32 (f32 requested)"),
         "{seen:?}"
     );
-    writeln!(stdin, "setoption name Precision value f64").unwrap();
-    writeln!(stdin, "isready").unwrap();
-    let seen = until("readyok");
+    engine.send("setoption name Precision value f64");
+    engine.send("isready");
+    let seen = engine.until("readyok");
     assert!(
         seen.iter()
             .any(|l| l.starts_with("info string ignored: Precision: unknown precision")),
         "{seen:?}"
     );
-    writeln!(stdin, "go nodes 8").unwrap();
-    until("bestmove");
-    writeln!(stdin, "quit").unwrap();
-    assert!(child.wait().unwrap().success());
+    engine.send("go nodes 8");
+    engine.until("bestmove");
+    engine.quit();
 }
 
 #[test]

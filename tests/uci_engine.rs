@@ -4,25 +4,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use cfzero_mcts::chess::{ChessState, HistoryFill};
-use cfzero_network::{Net, save_net};
+use common::uci::UciEngine;
 use common::*;
 use shakmaty::Position;
-use tch::Device;
-
-/// A random micro net in `dir`.
-fn micro_net(dir: &Path) -> PathBuf {
-    let path = dir.join("micro.safetensors");
-    let net = Net::new(&network_config(&micro_config()), Device::Cpu).unwrap();
-    save_net(&net, &path).unwrap();
-    path
-}
 
 const CLIENT: &str = r#"
 import sys
@@ -63,7 +51,7 @@ print("ok")
 #[test]
 fn python_chess_plays_full_games_against_the_engine() {
     let tmp = tempfile::tempdir().unwrap();
-    let net = micro_net(tmp.path());
+    let net = save_micro_net(tmp.path());
     // coreutils' `timeout`: a hung engine fails the test instead of the whole CI run.
     let out = Command::new("timeout")
         .arg("300")
@@ -84,79 +72,11 @@ fn python_chess_plays_full_games_against_the_engine() {
     assert_eq!(stdout.matches("plies").count(), 3, "{stdout}");
 }
 
-/// The engine process with a line reader that can time out.
-struct Engine {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-}
-
-impl Engine {
-    fn start(net: &Path) -> Engine {
-        let mut child = cfzero(&["uci", "--device", "cpu", "--sims", "8", "--threads", "1"])
-            .arg("--net")
-            .arg(net)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout: ChildStdout = child.stdout.take().unwrap();
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Engine {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.stdin.write_all(bytes).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// Lines up to and including the first that starts with `prefix`.
-    fn until(&mut self, prefix: &str) -> Vec<String> {
-        let mut seen = Vec::new();
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .unwrap_or_else(|_| panic!("no {prefix:?} after {seen:?}"));
-            let done = line.starts_with(prefix);
-            seen.push(line);
-            if done {
-                return seen;
-            }
-        }
-    }
-
-    /// Waits for `bestmove` after `go` and checks that its move is legal in `state`.
-    fn best_move(&mut self, state: &ChessState) -> Vec<String> {
-        let lines = self.until("bestmove");
-        let mv = lines.last().unwrap().split_whitespace().nth(1).unwrap();
-        let mut after = state.clone();
-        after
-            .play_uci(mv)
-            .unwrap_or_else(|e| panic!("illegal bestmove {mv}: {e}"));
-        lines
-    }
-}
-
 #[test]
 fn garbage_is_ignored_and_the_engine_stays_alive() {
     let tmp = tempfile::tempdir().unwrap();
-    let net = micro_net(tmp.path());
-    let mut engine = Engine::start(&net);
+    let net = save_micro_net(tmp.path());
+    let mut engine = UciEngine::with_net(&net, &[]);
     let long = "x".repeat(100_000);
     let garbage: Vec<&[u8]> = vec![
         b"hello engine",
@@ -214,7 +134,7 @@ fn garbage_is_ignored_and_the_engine_stays_alive() {
     engine.send(b"go infinite");
     std::thread::sleep(Duration::from_millis(300));
     assert!(
-        engine.lines.try_iter().all(|l| !l.starts_with("bestmove")),
+        engine.pending().iter().all(|l| !l.starts_with("bestmove")),
         "bestmove before stop"
     );
     engine.send(b"isready");
@@ -244,7 +164,7 @@ fn a_missing_net_is_a_one_line_error_with_exit_code_2() {
 }
 
 /// Searches `fen` with 32 nodes; the last info line's score and the best move played.
-fn score_and_move(engine: &mut Engine, fen: &str) -> (String, ChessState) {
+fn score_and_move(engine: &mut UciEngine, fen: &str) -> (String, ChessState) {
     let state = ChessState::from_fen(fen, HistoryFill::No).unwrap();
     engine.send(format!("position fen {fen}").as_bytes());
     engine.send(b"go nodes 32");
@@ -269,8 +189,8 @@ fn score_and_move(engine: &mut Engine, fen: &str) -> (String, ChessState) {
 #[test]
 fn proven_mates_are_announced_as_score_mate() {
     let tmp = tempfile::tempdir().unwrap();
-    let net = micro_net(tmp.path());
-    let mut engine = Engine::start(&net);
+    let net = save_micro_net(tmp.path());
+    let mut engine = UciEngine::with_net(&net, &[]);
     engine.send(b"uci");
     engine.until("uciok");
     // A position of sunfish's mate-in-one suite (tests/data/suites); any mating move will do.

@@ -4,6 +4,8 @@
 // Each test binary uses a part of these helpers.
 #![allow(dead_code)]
 
+pub mod uci;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -41,6 +43,14 @@ pub fn micro_with(path: &Path, replace: &[(&str, &str)]) -> PathBuf {
     }
     std::fs::write(path, text).unwrap();
     path.to_path_buf()
+}
+
+/// A freshly initialised micro net saved as `dir/micro.safetensors`.
+pub fn save_micro_net(dir: &Path) -> PathBuf {
+    let path = dir.join("micro.safetensors");
+    let net = cfzero_network::Net::new(&network_config(&micro_config()), Device::Cpu).unwrap();
+    cfzero_network::save_net(&net, &path).unwrap();
+    path
 }
 
 /// `cfzero` with `args`, run from the workspace root.
