@@ -205,3 +205,97 @@ fn proven_mates_are_announced_as_score_mate() {
     assert_eq!(score, "mate -1");
     engine.send(b"quit");
 }
+
+/// The `nodes` of the last `info depth` line among `lines`.
+fn reported_nodes(lines: &[String]) -> u64 {
+    let info = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("info depth"))
+        .unwrap_or_else(|| panic!("no info line in {lines:?}"));
+    let mut words = info.split_whitespace();
+    words.find(|&w| w == "nodes").unwrap();
+    words.next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_config_file_and_the_options_reach_the_batched_search() {
+    let tmp = tempfile::tempdir().unwrap();
+    let net = save_micro_net(tmp.path());
+    // A run's config (the `[search]` table is what the engine takes from it).
+    let config = micro_with(
+        &tmp.path().join("search.toml"),
+        &[("[search]", "[search]\nmode = \"puct\"\nbatch = 7")],
+    );
+    let net = net.to_str().unwrap();
+    let args = [
+        "uci",
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+        "--net",
+        net,
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let mut engine = UciEngine::start(&args, &[]);
+    engine.send(b"uci");
+    let lines = engine.until("uciok");
+    // The file's constants are the engine's defaults.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "option name Batch type spin default 7 min 1 max 1024"),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("option name SearchMode type combo default puct")),
+        "{lines:?}"
+    );
+    // Every batch size spends the node budget exactly: the root plus 200 simulations.
+    for (mode, batch) in [("puct", 7), ("gumbel", 1), ("gumbel", 16), ("gumbel", 64)] {
+        engine.send(format!("setoption name SearchMode value {mode}"));
+        engine.send(format!("setoption name Batch value {batch}"));
+        engine.send(b"position startpos moves d2d4 g8f6");
+        engine.send(b"go nodes 200");
+        let mut state = ChessState::new();
+        state.play_uci_line("d2d4 g8f6").unwrap();
+        let lines = engine.best_move(&state);
+        assert_eq!(
+            reported_nodes(&lines),
+            201,
+            "{mode} batch {batch}: {lines:?}"
+        );
+    }
+    // Bad values are reported and ignored.
+    engine.send(b"setoption name Batch value 0");
+    engine.send(b"setoption name Config value /nonexistent/config.toml");
+    engine.send(b"isready");
+    let lines = engine.until("readyok");
+    let ignored: Vec<_> = lines
+        .iter()
+        .filter(|l| l.starts_with("info string ignored"))
+        .collect();
+    assert_eq!(ignored.len(), 2, "{lines:?}");
+    engine.quit();
+}
+
+#[test]
+fn a_bad_config_file_is_a_one_line_error_with_exit_code_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = micro_with(
+        &tmp.path().join("bad.toml"),
+        &[("[search]", "[search]\nbatch = 0")],
+    );
+    let out = cfzero(&["uci", "--config", config.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("batch"), "{err}");
+}

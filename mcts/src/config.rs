@@ -74,6 +74,17 @@ pub struct SearchConfig {
     /// keep running means, as in plain MCTS; for comparisons and for tests of the backup
     /// arithmetic.
     pub solver: bool,
+    /// Leaves that a lone search (a UCI `go`, [`crate::Driver::search`]) evaluates in one
+    /// batch, selected with visits in flight ([`crate::Search::select_leaves`]); 1 is the
+    /// sequential search. Searches of many games at once (self-play, matches) take one
+    /// leaf per game and ignore it.
+    pub batch: u32,
+    /// Gumbel: consider every legal root move instead of `gumbel_m` when the budget gives
+    /// each of them at least one visit in every phase of sequential halving. Play
+    /// ([`SearchConfig::for_play`]) turns it on: with no root noise, a move left out is
+    /// never looked at. Self-play keeps it off: its improved policy needs the noise's
+    /// sample of `gumbel_m` moves.
+    pub consider_all: bool,
 }
 
 impl Default for SearchConfig {
@@ -91,11 +102,26 @@ impl Default for SearchConfig {
             dirichlet_alpha: 0.3,
             dirichlet_epsilon: 0.0,
             solver: true,
+            batch: 32,
+            consider_all: false,
         }
     }
 }
 
 impl SearchConfig {
+    /// These constants for play (matches, UCI, puzzles, evaluation), where the strongest
+    /// move is wanted: no root noise (Gumbel or Dirichlet), and under Gumbel every root
+    /// move considered when the budget allows ([`SearchConfig::consider_all`]). The one
+    /// place that defines play.
+    pub fn for_play(&self) -> Self {
+        SearchConfig {
+            gumbel_scale: 0.0,
+            dirichlet_epsilon: 0.0,
+            consider_all: true,
+            ..self.clone()
+        }
+    }
+
     /// The default PUCT configuration.
     pub fn puct() -> Self {
         SearchConfig {
@@ -182,6 +208,13 @@ impl SearchConfig {
     pub fn validate(&self) -> Result<(), InvalidSetting> {
         InvalidSetting::at_least("simulations", self.simulations.into(), 1)?;
         InvalidSetting::at_least("gumbel_m", self.gumbel_m.into(), 1)?;
+        InvalidSetting::at_least("batch", self.batch.into(), 1)?;
+        if self.batch > u32::from(u16::MAX) {
+            return Err(InvalidSetting::new(
+                "batch",
+                format!("must be at most {} (got {})", u16::MAX, self.batch),
+            ));
+        }
         let inf = f64::INFINITY;
         for (key, v) in [
             ("gumbel_scale", self.gumbel_scale),

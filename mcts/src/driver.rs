@@ -1,9 +1,19 @@
-//! Many searches at once (one per game), their leaves batched for the evaluator.
+//! The one entry point of search: many searches at once (one per game) or one search with
+//! limits (a UCI `go`), their leaves batched for the evaluator through one cache.
 //!
-//! Each step collects at most one pending leaf per tree; terminal leaves (inside
-//! [`Search::select_leaf`]) and cached ones are answered on the spot, and the rest go to
-//! the evaluator as one [`LeafBatch`]. The trees are split in two halves that ping-pong:
-//! while one half's batch is being evaluated, the other half selects its leaves.
+//! With many trees ([`Driver::run`], [`Driver::run_streaming`]) each step collects one
+//! pending leaf per tree, the sequential search: many games fill the batches anyway, and
+//! each evaluation goes where the search most wants it. The trees are split in two halves
+//! that ping-pong: while one half's batch is being evaluated, the other half selects its
+//! leaves. A single search ([`Driver::search`]) fills its batches with up to
+//! [`SearchConfig::batch`] leaves of its one tree ([`Search::select_leaves`], with visits
+//! in flight), which spends a few evaluations on leaves that a sequential search would not
+//! have chosen, for many times the evaluations per second. Either way terminal leaves and
+//! cached ones are answered on the spot, and the rest go to the evaluator as one
+//! [`LeafBatch`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use rand::Rng;
 
@@ -30,8 +40,9 @@ struct Half<G: Game> {
     /// Which trees belong to this half.
     trees: std::ops::Range<usize>,
     batch: LeafBatch<G>,
-    /// For each leaf of the batch: its tree and its cache key.
-    members: Vec<(usize, u64)>,
+    /// For each leaf of the batch: its tree, its index among the tree's waiting leaves
+    /// and its cache key.
+    members: Vec<(usize, usize, u64)>,
     evaluations: Evaluations,
 }
 
@@ -58,6 +69,18 @@ pub struct Driver<G: Game> {
     stats: DriverStats,
 }
 
+/// When a single search ([`Driver::search`]) stops. The root is always evaluated, so that
+/// there is a move to give, whatever the limits.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits<'a> {
+    /// Simulations to plan for (the budget of the Gumbel schedule).
+    pub simulations: u32,
+    /// Stop at this instant, keeping what has been searched.
+    pub deadline: Option<Instant>,
+    /// Stop as soon as this is set (e.g. by UCI's `stop`).
+    pub stop: Option<&'a AtomicBool>,
+}
+
 impl<G: Game> Driver<G> {
     /// A driver whose searches use `config`, with an evaluation cache of about
     /// `cache_entries` positions (0 disables the cache).
@@ -70,6 +93,72 @@ impl<G: Game> Driver<G> {
             active: Vec::new(),
             stats: DriverStats::default(),
         }
+    }
+
+    /// The search of the last [`Driver::search`] (the first slot of the last run), e.g. to
+    /// read its tree; `None` before any.
+    pub fn last_search(&mut self) -> Option<&mut Search<G>> {
+        self.searches.first_mut()
+    }
+
+    /// The search constants.
+    pub fn config(&self) -> &SearchConfig {
+        &self.config
+    }
+
+    /// Runs one search from `root` within `limits`, its leaves evaluated in batches of up
+    /// to [`SearchConfig::batch`] through the cache. `progress` sees the search after
+    /// every batch (e.g. to print UCI `info` lines); the result is that of the search so
+    /// far when a limit stops it.
+    pub fn search<E, R, P>(
+        &mut self,
+        root: &G,
+        limits: &Limits<'_>,
+        evaluator: &E,
+        rng: &mut R,
+        mut progress: P,
+    ) -> Result<SearchResult<G::Move>, SearchError>
+    where
+        E: Evaluator<G>,
+        R: Rng + ?Sized,
+        P: FnMut(&mut Search<G>),
+    {
+        if self.searches.is_empty() {
+            self.searches.push(Search::new(self.config.clone()));
+        }
+        self.searches[0].start(root, limits.simulations, rng)?;
+        let mut root_evaluated = false;
+        loop {
+            let stopped = limits.stop.is_some_and(|s| s.load(Ordering::Acquire));
+            let late = limits.deadline.is_some_and(|d| Instant::now() >= d);
+            if root_evaluated && (stopped || late) {
+                break;
+            }
+            let (batch, members) = (&mut self.halves[0].batch, &mut self.halves[0].members);
+            batch.clear();
+            members.clear();
+            let search = &mut self.searches[0];
+            if !select_uncached(
+                search,
+                0,
+                self.config.batch as usize,
+                &mut self.cache,
+                &mut self.stats,
+                batch,
+                members,
+            ) {
+                break;
+            }
+            if !self.halves[0].batch.is_empty() {
+                self.stats.batches += 1;
+                self.stats.evaluated += self.halves[0].batch.len() as u64;
+                let pending = evaluator.submit(&self.halves[0].batch)?;
+                self.complete(0, pending, evaluator)?;
+            }
+            root_evaluated = true;
+            progress(&mut self.searches[0]);
+        }
+        Ok(self.searches[0].result())
     }
 
     /// Counters so far.
@@ -218,25 +307,29 @@ impl<G: Game> Driver<G> {
         self.halves[half].members.clear();
         for tree in self.halves[half].trees.clone() {
             while self.active[tree] {
-                let search = &mut self.searches[tree];
-                if search.select_leaf() == Step::Finished {
-                    let result = search.result();
-                    self.active[tree] = false;
-                    if let Some((root, budget)) = next(tree, Some(result), rng)? {
-                        self.start(tree, &root, budget, rng)?;
-                    }
-                    continue;
-                }
-                let key = search.leaf_state().cache_key();
-                if let Some(hit) = self.cache.get(key, search.leaf_moves().len()) {
-                    self.stats.cache_hits += 1;
-                    search.apply_evaluation(hit.logits, hit.value, hit.wdl);
-                    continue;
-                }
                 let h = &mut self.halves[half];
-                h.batch.push(search.leaf_state(), search.leaf_moves());
-                h.members.push((tree, key));
-                break;
+                let search = &mut self.searches[tree];
+                if select_uncached(
+                    search,
+                    tree,
+                    1,
+                    &mut self.cache,
+                    &mut self.stats,
+                    &mut h.batch,
+                    &mut h.members,
+                ) {
+                    if search.leaf_count() > 0 {
+                        // Some leaves wait for the evaluator.
+                        break;
+                    }
+                    // Every leaf came from the cache: select more.
+                    continue;
+                }
+                let result = search.result();
+                self.active[tree] = false;
+                if let Some((root, budget)) = next(tree, Some(result), rng)? {
+                    self.start(tree, &root, budget, rng)?;
+                }
             }
         }
         let half = &mut self.halves[half];
@@ -267,11 +360,39 @@ impl<G: Game> Driver<G> {
         evaluator.complete(pending, &mut half.evaluations)?;
         check_evaluations(&half.batch, &half.evaluations)?;
         let ev = &half.evaluations;
-        for (leaf, &(tree, key)) in half.members.iter().enumerate() {
+        for (leaf, &(tree, index, key)) in half.members.iter().enumerate() {
             let logits = &ev.logits[half.batch.move_range(leaf)];
-            searches[tree].apply_evaluation(logits, ev.values[leaf], ev.wdl[leaf]);
+            searches[tree].apply_leaf_evaluation(index, logits, ev.values[leaf], ev.wdl[leaf]);
             cache.insert(key, logits, ev.values[leaf], ev.wdl[leaf]);
         }
         Ok(())
     }
+}
+
+/// Selects up to `max` leaves of `search` (tree `tree`), answers those in the cache at
+/// once and appends the others to `batch` and `members`. Returns false when the search is
+/// finished (nothing was selected).
+fn select_uncached<G: Game>(
+    search: &mut Search<G>,
+    tree: usize,
+    max: usize,
+    cache: &mut EvalCache,
+    stats: &mut DriverStats,
+    batch: &mut LeafBatch<G>,
+    members: &mut Vec<(usize, usize, u64)>,
+) -> bool {
+    if search.select_leaves(max) == Step::Finished {
+        return false;
+    }
+    for i in 0..search.leaf_count() {
+        let key = search.leaf_state_at(i).cache_key();
+        if let Some(hit) = cache.get(key, search.leaf_moves_at(i).len()) {
+            stats.cache_hits += 1;
+            search.apply_leaf_evaluation(i, hit.logits, hit.value, hit.wdl);
+            continue;
+        }
+        batch.push(search.leaf_state_at(i), search.leaf_moves_at(i));
+        members.push((tree, i, key));
+    }
+    true
 }

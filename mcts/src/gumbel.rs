@@ -65,7 +65,7 @@ impl GumbelRoot {
     pub fn begin<M: Copy>(&mut self, tree: &Tree<M>, budget: u32, config: &SearchConfig) {
         let root = &tree.nodes[ROOT as usize];
         let legal = root.num_edges;
-        let m = config.gumbel_m.min(legal).min(budget).max(1);
+        let m = considered(config, legal, budget);
         let first = root.first_edge as usize;
         self.scores.clear();
         self.scores
@@ -95,12 +95,18 @@ impl GumbelRoot {
         self.visits = visits_per_action(budget, self.phases, m);
     }
 
+    /// Whether the next [`GumbelRoot::next_action`] ends a phase (and so ranks the
+    /// survivors by the values backed up so far).
+    pub fn phase_ends(&self) -> bool {
+        self.phase < self.phases && self.round == self.visits
+    }
+
     /// The root edge (index into [`Tree::edges`]) of the next simulation.
     ///
     /// A phase ends lazily, at the first call after its last visit, so that the halving
     /// sees that visit's backed-up value.
     pub fn next_action<M: Copy>(&mut self, tree: &Tree<M>, config: &SearchConfig) -> usize {
-        if self.phase < self.phases && self.round == self.visits {
+        if self.phase_ends() {
             self.phase += 1;
             self.round = 0;
             self.position = 0;
@@ -181,6 +187,17 @@ pub fn root_policy<M: Copy>(
     sigma_completed_q(tree, ROOT, config, sigma);
     let range = tree.nodes[ROOT as usize].edge_range();
     improved_policy(tree.edges[range].iter().map(|e| e.logit), sigma, out);
+}
+
+/// The number of considered actions m: `min(gumbel_m, legal, budget)`, or every legal
+/// move with [`SearchConfig::consider_all`] when the budget gives each at least one visit
+/// in every phase.
+pub fn considered(config: &SearchConfig, legal: u32, budget: u32) -> u32 {
+    let all = u64::from(legal) * u64::from(phase_count(legal));
+    if config.consider_all && all <= u64::from(budget) {
+        return legal.max(1);
+    }
+    config.gumbel_m.min(legal).min(budget).max(1)
 }
 
 /// Sorts action offsets by descending score; ties keep the lower offset first.

@@ -25,7 +25,7 @@ pub use evaluator::{EvalError, Evaluations, Evaluator, LeafBatch};
 pub use game::{Game, Terminal};
 
 pub use config::{InvalidSetting, QNormalization, SearchConfig, SearchMode};
-pub use driver::{Driver, DriverStats};
+pub use driver::{Driver, DriverStats, Limits};
 pub use evaluators::{MaterialEvaluator, UniformEvaluator};
 pub use search::{Search, SearchError, SearchResult, Step};
 pub use solver::Proof;

@@ -23,7 +23,7 @@ pub fn select_child<M: Copy>(tree: &Tree<M>, node: NodeId, config: &SearchConfig
     let mut any_proven = false;
     for edge in edges {
         if let Some(child) = tree.child_of(edge) {
-            total += child.visits;
+            total += child.selection_visits();
             if child.visits > 0 {
                 visited_prior += edge.prior;
             }
@@ -33,9 +33,15 @@ pub fn select_child<M: Copy>(tree: &Tree<M>, node: NodeId, config: &SearchConfig
     let fpu = n.mean() - config.fpu_reduction * visited_prior.sqrt();
     // With no visits yet the exploration term would vanish; max(1) lets the priors decide.
     let explore = config.cpuct * (total.max(1) as f32).sqrt();
+    // Simulations in flight count as visits in the exploration term only (a virtual visit,
+    // not a virtual loss): the leaves of one batch spread out, and Q stays the mean of
+    // what was backed up.
     let score = |edge: &Edge<M>| match tree.child_of(edge) {
-        Some(c) if c.visits > 0 => -c.value() + explore * edge.prior / (1.0 + c.visits as f32),
-        _ => fpu + explore * edge.prior,
+        Some(c) if c.visits > 0 => {
+            -c.value() + explore * edge.prior / (1.0 + c.selection_visits() as f32)
+        }
+        Some(c) => fpu + explore * edge.prior / (1.0 + c.selection_visits() as f32),
+        None => fpu + explore * edge.prior,
     };
     let best = solver::select(tree, node, edges, any_proven && config.solver, |_, edge| {
         score(edge)

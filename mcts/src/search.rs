@@ -118,15 +118,23 @@ pub struct Search<G: Game> {
     config: SearchConfig,
     tree: Tree<G::Move>,
     root: Option<G>,
-    leaf: Option<G>,
     root_moves: Vec<G::Move>,
-    leaf_moves: Vec<G::Move>,
-    path: Vec<NodeId>,
+    /// The simulation being walked down: its state, the state's legal moves and its path.
+    scratch: Option<Leaf<G>>,
+    /// Leaves waiting for their evaluations: the first `waiting` entries (the rest are
+    /// spare, kept for their memory).
+    leaves: Vec<Leaf<G>>,
+    /// Leaves selected and not yet answered.
+    waiting: usize,
+    /// Of those, the ones still unanswered.
+    unanswered: usize,
+    /// A root edge the Gumbel schedule handed out whose simulation collided with a leaf in
+    /// flight; the next simulation takes it, so the schedule stays as planned.
+    deferred_root_edge: Option<usize>,
     gumbel: GumbelRoot,
     dirichlet: Vec<f32>,
     budget: u32,
     simulations: u32,
-    pending: bool,
     network_wdl: [f32; 3],
     sigma: Vec<f32>,
     policy: Vec<f32>,
@@ -141,15 +149,16 @@ impl<G: Game> Search<G> {
             config,
             tree: Tree::new(),
             root: None,
-            leaf: None,
             root_moves: Vec::new(),
-            leaf_moves: Vec::new(),
-            path: Vec::new(),
+            scratch: None,
+            leaves: Vec::new(),
+            waiting: 0,
+            unanswered: 0,
+            deferred_root_edge: None,
             gumbel: GumbelRoot::default(),
             dirichlet: Vec::new(),
             budget: 0,
             simulations: 0,
-            pending: false,
             network_wdl: [0.0, 1.0, 0.0],
             sigma: Vec::new(),
             policy: Vec::new(),
@@ -183,7 +192,9 @@ impl<G: Game> Search<G> {
         self.tree.reset();
         self.budget = budget;
         self.simulations = 0;
-        self.pending = false;
+        self.waiting = 0;
+        self.unanswered = 0;
+        self.deferred_root_edge = None;
         match self.config.mode {
             SearchMode::Gumbel => {
                 self.gumbel
@@ -214,7 +225,7 @@ impl<G: Game> Search<G> {
 
     /// Whether the budget is spent (the root evaluated and `budget` simulations done).
     pub fn is_finished(&self) -> bool {
-        !self.pending
+        self.waiting == 0
             && self
                 .tree
                 .nodes
@@ -223,46 +234,92 @@ impl<G: Game> Search<G> {
             && self.simulations >= self.budget
     }
 
-    /// Walks to the next leaf that needs an evaluation, backing up terminal leaves on the way.
-    ///
-    /// Must not be called while a leaf waits for [`Search::apply_evaluation`].
+    /// Walks to the next leaf that needs an evaluation, backing up terminal leaves on the
+    /// way: [`Search::select_leaves`] with at most one leaf.
     pub fn select_leaf(&mut self) -> Step {
-        assert!(
-            !self.pending,
-            "select_leaf called while a leaf waits for its evaluation"
-        );
-        let root = self.root.as_ref().expect("select_leaf called before start");
-        if self.tree.nodes[ROOT as usize].kind == NodeKind::Unexpanded {
-            clone_into(&mut self.leaf, root);
-            self.leaf_moves.clone_from(&self.root_moves);
-            self.path.clear();
-            self.path.push(ROOT);
-            self.pending = true;
-            return Step::Evaluate;
-        }
-        while self.simulations < self.budget {
-            if self.descend() {
-                self.pending = true;
-                return Step::Evaluate;
-            }
-        }
-        Step::Finished
+        self.select_leaves(1)
     }
 
-    /// One simulation down to a new node. Returns true if that node needs an evaluation,
-    /// false if it was terminal (and has been backed up).
-    fn descend(&mut self) -> bool {
-        let leaf = self
-            .leaf
-            .get_or_insert_with(|| self.root.clone().expect("started"));
-        leaf.clone_from(self.root.as_ref().expect("started"));
-        self.path.clear();
-        self.path.push(ROOT);
+    /// Walks down up to `max` simulations whose leaves need an evaluation (terminal and
+    /// proven leaves are backed up on the way and cost none), to be evaluated together
+    /// and answered with [`Search::apply_leaf_evaluation`]. Returns
+    /// [`Step::Finished`] when the budget is spent.
+    ///
+    /// The leaves of one call are selected before any of them is evaluated, each counted
+    /// as a visit in flight along its path ([`crate::tree::Node::in_flight`]), so the next
+    /// one goes elsewhere. Fewer than `max` come back when a simulation reaches a leaf
+    /// already in flight (it is retried in the next call), when the Gumbel schedule ends a
+    /// phase (the halving needs every value of the phase), or when the budget runs out.
+    /// With `max == 1` the search is exactly the one-leaf-at-a-time search.
+    ///
+    /// Must not be called while leaves wait for their evaluations.
+    pub fn select_leaves(&mut self, max: usize) -> Step {
+        assert!(
+            self.waiting == 0,
+            "select_leaves called while leaves wait for their evaluations"
+        );
+        let max = max.max(1);
+        if self.tree.nodes[ROOT as usize].kind == NodeKind::Unexpanded {
+            let root = self
+                .root
+                .as_ref()
+                .expect("select_leaves called before start");
+            let scratch = scratch_leaf(&mut self.scratch, root);
+            scratch.moves.clone_from(&self.root_moves);
+            scratch.path.clear();
+            scratch.path.push(ROOT);
+            self.commit_leaf();
+            return Step::Evaluate;
+        }
+        while self.waiting < max && self.simulations + (self.waiting as u32) < self.budget {
+            let phase_ends = self.config.mode == SearchMode::Gumbel
+                && self.deferred_root_edge.is_none()
+                && self.gumbel.phase_ends();
+            if phase_ends && self.waiting > 0 {
+                break;
+            }
+            match self.descend() {
+                Descent::Leaf => self.commit_leaf(),
+                Descent::BackedUp => {}
+                Descent::Collision => break,
+            }
+        }
+        if self.waiting > 0 {
+            Step::Evaluate
+        } else {
+            Step::Finished
+        }
+    }
+
+    /// Moves the scratch simulation into the waiting leaves and marks its path in flight.
+    fn commit_leaf(&mut self) {
+        let scratch = self.scratch.as_mut().expect("a simulation was walked");
+        if self.waiting == self.leaves.len() {
+            self.leaves.push(scratch.clone());
+        } else {
+            std::mem::swap(&mut self.leaves[self.waiting], scratch);
+        }
+        self.tree
+            .mark_in_flight(&self.leaves[self.waiting].path, true);
+        self.leaves[self.waiting].answered = false;
+        self.waiting += 1;
+        self.unanswered += 1;
+    }
+
+    /// One simulation down to a new node, in the scratch leaf.
+    fn descend(&mut self) -> Descent {
+        let root = self.root.as_ref().expect("started");
+        let scratch = scratch_leaf(&mut self.scratch, root);
+        scratch.path.clear();
+        scratch.path.push(ROOT);
         let mut node = ROOT;
         loop {
             let edge = if node == ROOT {
                 match self.config.mode {
-                    SearchMode::Gumbel => self.gumbel.next_action(&self.tree, &self.config),
+                    SearchMode::Gumbel => match self.deferred_root_edge.take() {
+                        Some(edge) => edge,
+                        None => self.gumbel.next_action(&self.tree, &self.config),
+                    },
                     SearchMode::Puct => puct::select_child(&self.tree, node, &self.config),
                 }
             } else {
@@ -277,25 +334,37 @@ impl<G: Game> Search<G> {
                     SearchMode::Puct => puct::select_child(&self.tree, node, &self.config),
                 }
             };
-            leaf.play(self.tree.edges[edge].mv);
             let child = self.tree.edges[edge].child;
+            if child != NO_NODE
+                && self.tree.nodes[child as usize].kind == NodeKind::Unexpanded
+                && self.tree.nodes[child as usize].proof.is_none()
+            {
+                // Another leaf of this batch is this node: wait for its evaluation.
+                if node == ROOT && self.config.mode == SearchMode::Gumbel {
+                    self.deferred_root_edge = Some(edge);
+                }
+                return Descent::Collision;
+            }
+            let scratch = self.scratch.as_mut().expect("set above");
+            scratch.state.play(self.tree.edges[edge].mv);
             if child == NO_NODE {
                 let child = self.tree.add_child(edge);
-                self.path.push(child);
-                leaf.legal_moves(&mut self.leaf_moves);
-                return match leaf.terminal(&self.leaf_moves) {
+                scratch.path.push(child);
+                scratch.state.legal_moves(&mut scratch.moves);
+                return match scratch.state.terminal(&scratch.moves) {
                     Some(outcome) => {
                         self.tree.set_terminal(child, outcome);
                         self.back_up_proven(Proof::terminal(outcome));
                         // Only a new terminal creates a proof, so only here can
                         // proofs change.
                         if self.config.solver {
-                            solver::propagate(&mut self.tree, &self.path);
+                            let path = &self.scratch.as_ref().expect("set").path;
+                            solver::propagate(&mut self.tree, path);
                         }
-                        false
+                        Descent::BackedUp
                     }
                     None if self.config.solver
-                        && leaf.immediate_win(&self.leaf_moves).is_some() =>
+                        && scratch.state.immediate_win(&scratch.moves).is_some() =>
                     {
                         // Proven a win in one ply without an evaluation; the node stays
                         // unexpanded, as a proven node below the root is never entered.
@@ -305,61 +374,81 @@ impl<G: Game> Search<G> {
                         };
                         self.tree.nodes[child as usize].proof = Some(proof);
                         self.back_up_proven(proof);
-                        solver::propagate(&mut self.tree, &self.path);
-                        false
+                        let path = &self.scratch.as_ref().expect("set").path;
+                        solver::propagate(&mut self.tree, path);
+                        Descent::BackedUp
                     }
-                    None => true,
+                    None => Descent::Leaf,
                 };
             }
-            self.path.push(child);
+            scratch.path.push(child);
             let next = &self.tree.nodes[child as usize];
             // Terminal nodes are proven; other nodes only with the solver on.
             if let Some(proof) = next.proof {
                 self.back_up_proven(proof);
-                return false;
+                return Descent::BackedUp;
             }
             match next.kind {
                 NodeKind::Expanded => node = child,
                 NodeKind::Terminal(_) => unreachable!("terminal nodes are proven"),
-                NodeKind::Unexpanded => unreachable!("a tree has at most one pending leaf"),
+                NodeKind::Unexpanded => unreachable!("leaves in flight are caught above"),
             }
         }
     }
 
-    /// Backs up the exact value of the proven node at the end of the path.
+    /// Backs up the exact value of the proven node at the end of the scratch path.
     fn back_up_proven(&mut self, proof: Proof) {
-        self.tree.backup(&self.path, proof.value(), proof.draw());
+        let path = &self.scratch.as_ref().expect("a simulation was walked").path;
+        self.tree.backup(path, proof.value(), proof.draw());
         self.simulations += 1;
     }
 
-    /// The state of the leaf waiting for its evaluation.
+    /// Leaves waiting for their evaluations (see [`Search::select_leaves`]).
+    pub fn leaf_count(&self) -> usize {
+        self.waiting
+    }
+
+    /// The state of waiting leaf `i`.
+    pub fn leaf_state_at(&self, i: usize) -> &G {
+        &self.leaves[..self.waiting][i].state
+    }
+
+    /// The legal moves of waiting leaf `i`.
+    pub fn leaf_moves_at(&self, i: usize) -> &[G::Move] {
+        &self.leaves[..self.waiting][i].moves
+    }
+
+    /// The state of the (first) leaf waiting for its evaluation.
     pub fn leaf_state(&self) -> &G {
-        self.leaf.as_ref().expect("a leaf was selected")
+        self.leaf_state_at(0)
     }
 
-    /// The legal moves of the leaf waiting for its evaluation.
+    /// The legal moves of the (first) leaf waiting for its evaluation.
     pub fn leaf_moves(&self) -> &[G::Move] {
-        &self.leaf_moves
+        self.leaf_moves_at(0)
     }
 
-    /// Expands the pending leaf with its evaluation (logits over [`Search::leaf_moves`],
-    /// value and WDL for the leaf's side to move) and backs the value up.
+    /// Answers the (only) waiting leaf: [`Search::apply_leaf_evaluation`] of leaf 0.
+    pub fn apply_evaluation(&mut self, logits: &[f32], value: f32, wdl: [f32; 3]) {
+        self.apply_leaf_evaluation(0, logits, value, wdl);
+    }
+
+    /// Expands waiting leaf `i` with its evaluation (logits over [`Search::leaf_moves_at`],
+    /// value and WDL for the leaf's side to move) and backs the value up. Once every
+    /// waiting leaf is answered (in any order), the next selection may start.
     ///
     /// No proof propagation is needed here: the new node has no children yet, so it is
     /// unproven and changes no ancestor's status.
-    pub fn apply_evaluation(&mut self, logits: &[f32], value: f32, wdl: [f32; 3]) {
-        assert!(
-            self.pending,
-            "apply_evaluation called without a pending leaf"
-        );
-        assert_eq!(
-            logits.len(),
-            self.leaf_moves.len(),
-            "one logit per legal move"
-        );
-        let leaf = *self.path.last().expect("path has the leaf");
-        self.tree.expand(leaf, &self.leaf_moves, logits, value);
-        if leaf == ROOT {
+    pub fn apply_leaf_evaluation(&mut self, i: usize, logits: &[f32], value: f32, wdl: [f32; 3]) {
+        assert!(i < self.waiting, "no waiting leaf {i}");
+        let leaf = &mut self.leaves[i];
+        assert!(!leaf.answered, "leaf {i} was answered already");
+        assert_eq!(logits.len(), leaf.moves.len(), "one logit per legal move");
+        leaf.answered = true;
+        let node = *leaf.path.last().expect("path has the leaf");
+        self.tree.mark_in_flight(&leaf.path, false);
+        self.tree.expand(node, &leaf.moves, logits, value);
+        if node == ROOT {
             self.network_wdl = wdl;
             self.prove_root_immediate_win();
             match self.config.mode {
@@ -369,8 +458,11 @@ impl<G: Game> Search<G> {
         } else {
             self.simulations += 1;
         }
-        self.tree.backup(&self.path, value, wdl[1]);
-        self.pending = false;
+        self.tree.backup(&self.leaves[i].path, value, wdl[1]);
+        self.unanswered -= 1;
+        if self.unanswered == 0 {
+            self.waiting = 0;
+        }
     }
 
     /// With the solver on, a root that can mate at once is proven at once: the mating
@@ -502,8 +594,8 @@ impl<G: Game> Search<G> {
         self.start(root, budget, rng)?;
         while self.select_leaf() == Step::Evaluate {
             self.batch.clear();
-            let leaf = self.leaf.as_ref().expect("a leaf was selected");
-            self.batch.push(leaf, &self.leaf_moves);
+            let leaf = &self.leaves[0];
+            self.batch.push(&leaf.state, &leaf.moves);
             evaluator.evaluate(&self.batch, &mut self.evaluations)?;
             check_evaluations(&self.batch, &self.evaluations)?;
             let (value, wdl) = (self.evaluations.values[0], self.evaluations.wdl[0]);
@@ -540,6 +632,43 @@ fn clone_into<G: Clone>(slot: &mut Option<G>, state: &G) {
     match slot {
         Some(s) => s.clone_from(state),
         None => *slot = Some(state.clone()),
+    }
+}
+
+/// A simulation's end: the state reached, its legal moves and the path from the root.
+#[derive(Debug, Clone)]
+struct Leaf<G: Game> {
+    state: G,
+    moves: Vec<G::Move>,
+    path: Vec<NodeId>,
+    /// Whether its evaluation has been applied.
+    answered: bool,
+}
+
+/// How a simulation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Descent {
+    /// At a new node that needs an evaluation.
+    Leaf,
+    /// At a terminal or proven node, whose exact value has been backed up.
+    BackedUp,
+    /// At a leaf already waiting for its evaluation; nothing was changed.
+    Collision,
+}
+
+/// The scratch leaf reset to `root` (allocating only the first time).
+fn scratch_leaf<'a, G: Game>(slot: &'a mut Option<Leaf<G>>, root: &G) -> &'a mut Leaf<G> {
+    match slot {
+        Some(leaf) => {
+            leaf.state.clone_from(root);
+            leaf
+        }
+        None => slot.insert(Leaf {
+            state: root.clone(),
+            moves: Vec::new(),
+            path: Vec::new(),
+            answered: false,
+        }),
     }
 }
 

@@ -33,12 +33,14 @@ pub fn select_child<M: Copy>(
     let mut any_proven = false;
     for edge in edges {
         if let Some(child) = tree.child_of(edge) {
-            total += child.visits;
+            total += child.selection_visits();
             any_proven |= child.proof.is_some();
         }
     }
     let denominator = 1.0 + total as f32;
-    let visits = |edge: &Edge<M>| tree.child_of(edge).map_or(0, |c| c.visits);
+    // Simulations in flight count as visits: the next leaf of a batch goes where the
+    // visits lag furthest behind pi' once those already on their way are counted.
+    let visits = |edge: &Edge<M>| tree.child_of(edge).map_or(0, |c| c.selection_visits());
     let best = solver::select(tree, node, edges, any_proven && config.solver, |i, edge| {
         policy[i] - visits(edge) as f32 / denominator
     });

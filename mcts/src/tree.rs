@@ -48,7 +48,7 @@ pub struct Node {
     /// Unexpanded, expanded or terminal.
     pub kind: NodeKind,
     /// The exact value, once proven (for the side to move at this node). It fits in the
-    /// padding after `kind`, so a node stays 40 bytes.
+    /// padding after `kind`, so a node stays 40 bytes (a test checks).
     pub proof: Option<Proof>,
     /// Some move here is a proven draw, so the side to move can do no worse than 0: its
     /// value as seen from its parent ([`Node::value`]) is its mean raised to 0. The sums
@@ -56,6 +56,12 @@ pub struct Node {
     /// not biased upwards (flooring each backup would average `max(v, 0)`, which exceeds
     /// `max(E[v], 0)`).
     pub draw_secured: bool,
+    /// Simulations that passed through this node and wait for their leaf's evaluation (a
+    /// search that evaluates several leaves at once, see [`crate::Search::select_leaves`]).
+    /// Selection counts them as visits, so that the leaves of one batch spread out instead
+    /// of all taking the same path; values are untouched until the evaluation arrives.
+    /// It fits in the padding too.
+    pub in_flight: u16,
 }
 
 impl Node {
@@ -70,7 +76,13 @@ impl Node {
             kind: NodeKind::Unexpanded,
             proof: None,
             draw_secured: false,
+            in_flight: 0,
         }
+    }
+
+    /// Visits plus simulations in flight: the count that selection compares.
+    pub fn selection_visits(&self) -> u32 {
+        self.visits + u32::from(self.in_flight)
     }
 
     /// Mean value from this node's side to move (0 if never visited); the exact value once
@@ -205,6 +217,20 @@ impl<M: Copy> Tree<M> {
         }
     }
 
+    /// Adds (`+1`) or removes (`-1`) a simulation in flight on every node of `path`.
+    pub fn mark_in_flight(&mut self, path: &[NodeId], add: bool) {
+        for &id in path {
+            let n = &mut self.nodes[id as usize];
+            n.in_flight = if add {
+                n.in_flight
+                    .checked_add(1)
+                    .expect("fewer than 65536 leaves in flight")
+            } else {
+                n.in_flight - 1
+            };
+        }
+    }
+
     /// The node behind an edge, if it was traversed.
     pub fn child(&self, edge: usize) -> Option<&Node> {
         self.child_of(&self.edges[edge])
@@ -218,6 +244,11 @@ impl<M: Copy> Tree<M> {
     /// The proof of the child behind `edge` (`None` if it is unproven or not created).
     pub fn edge_proof(&self, edge: usize) -> Option<Proof> {
         self.child(edge).and_then(|c| c.proof)
+    }
+
+    /// Visits plus simulations in flight of the child behind `edge` (0 if none).
+    pub fn edge_selection_visits(&self, edge: usize) -> u32 {
+        self.child(edge).map_or(0, Node::selection_visits)
     }
 
     /// Visits of the child behind `edge` (0 if none).
@@ -238,5 +269,17 @@ impl<M: Copy> Tree<M> {
     pub fn arena_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.edges.capacity() * std::mem::size_of::<Edge<M>>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_stays_forty_bytes() {
+        // The arena is the search's working set; the in-flight counter and the proof live
+        // in padding.
+        assert_eq!(std::mem::size_of::<Node>(), 40);
     }
 }

@@ -29,16 +29,13 @@ pub fn serve_net(
 }
 
 /// The search constants for play: the `[search]` table of `config` (the defaults of
-/// docs/METHODS.md §3 without one), without root noise, since play wants the strongest move.
+/// docs/METHODS.md §3 without one), set for play ([`SearchConfig::for_play`]).
 pub fn play_search(config: Option<&Path>) -> Result<SearchConfig> {
     let search = match config {
         Some(path) => Config::load(path)?.search,
         None => SearchConfig::default(),
     };
-    Ok(SearchConfig {
-        gumbel_scale: 0.0,
-        ..search
-    })
+    Ok(search.for_play())
 }
 
 /// An error of a match or a puzzle run: a failed search is the program's fault; a bad

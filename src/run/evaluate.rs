@@ -44,11 +44,8 @@ pub fn evaluate(
     let sims = config.run.eval_simulations;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let max_plies = config.selfplay.max_plies;
-    // Strongest play: no root noise (the openings and the baseline movers give the variety).
-    let search = cfzero_mcts::SearchConfig {
-        gumbel_scale: 0.0,
-        ..config.search.clone()
-    };
+    // Strongest play (the openings and the baseline movers give the variety).
+    let search = config.search.for_play();
     let mut new = SearchPlayer::new("new", &a, search.clone(), sims);
     let mut old = SearchPlayer::new("gen-0000", &b, search, sims);
     let mut play = |opponent: &mut dyn Player| -> Result<Option<MatchScore>> {

@@ -11,24 +11,25 @@ pub mod searcher;
 use std::io::{self, BufRead};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use anyhow::Result;
 use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
-use cfzero_mcts::{SearchConfig, SearchMode};
+use cfzero_mcts::{Driver, SearchConfig, SearchMode};
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::precision::{self, Bf16Support, Precision};
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, parse_device};
 use clap::Args;
 use shakmaty::Color;
 
-use crate::config::set_torch_threads;
+use crate::config::{Config, set_torch_threads};
 use crate::error::user_error;
 use crate::user_bail;
 use clock::{MAX_SIMULATIONS, budget};
 use command::{Command, GoParams};
-use searcher::{Job, Shared};
+use searcher::{Job, Shared, SharedDriver};
 
 /// Arguments of `cfzero uci`.
 #[derive(Debug, Args)]
@@ -49,7 +50,18 @@ pub struct UciArgs {
     /// natively), f32 or bf16.
     #[arg(long, default_value = "auto")]
     pub precision: Precision,
+    /// A config file whose `[search]` table sets the search constants (the `Config`
+    /// option); without one, the defaults of docs/METHODS.md §3. Play turns root noise off.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
+
+/// Positions the engine's evaluation cache holds (about 60 MB), kept from one `go` to the
+/// next: the positions of the last search come back in the next one.
+const CACHE_ENTRIES: usize = 1 << 18;
+
+/// Most leaves the `Batch` option allows in one evaluation.
+const MAX_BATCH: u64 = 1024;
 
 /// The engine's options, as `setoption` sets them.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +69,9 @@ struct Options {
     net: Option<PathBuf>,
     threads: usize,
     simulations: u64,
-    mode: SearchMode,
+    /// The search constants (`--config`, `Config`, `SearchMode`, `Batch`), before
+    /// [`SearchConfig::for_play`].
+    search: SearchConfig,
     move_overhead_ms: u64,
     precision: Precision,
 }
@@ -78,7 +92,18 @@ fn option_lines(o: &Options) -> Vec<String> {
             "option name Simulations type spin default {} min 1 max {MAX_SIMULATIONS}",
             o.simulations
         ),
-        "option name SearchMode type combo default gumbel var gumbel var puct".to_string(),
+        format!(
+            "option name SearchMode type combo default {} var gumbel var puct",
+            match o.search.mode {
+                SearchMode::Gumbel => "gumbel",
+                SearchMode::Puct => "puct",
+            }
+        ),
+        format!(
+            "option name Batch type spin default {} min 1 max {MAX_BATCH}",
+            o.search.batch
+        ),
+        "option name Config type string default <empty>".to_string(),
         "option name MoveOverhead type spin default 50 min 0 max 5000".to_string(),
         format!(
             "option name Precision type combo default {} var auto var f32 var bf16",
@@ -92,6 +117,7 @@ struct Loaded {
     path: PathBuf,
     threads: usize,
     precision: Precision,
+    batch: u32,
     handle: InferenceHandle<ChessState>,
 }
 
@@ -103,6 +129,9 @@ struct Engine {
     position: ChessState,
     shared: Shared,
     search: Option<JoinHandle<()>>,
+    /// The search and its cache, for the loaded net and the current constants; `None`
+    /// until the next `go` builds it.
+    driver: Option<SharedDriver>,
 }
 
 impl Engine {
@@ -163,10 +192,24 @@ impl Engine {
                 ),
             },
             "searchmode" => match value.to_ascii_lowercase().as_str() {
-                "gumbel" => self.options.mode = SearchMode::Gumbel,
-                "puct" => self.options.mode = SearchMode::Puct,
+                "gumbel" => self.options.search.mode = SearchMode::Gumbel,
+                "puct" => self.options.search.mode = SearchMode::Puct,
                 _ => println!("info string ignored: SearchMode {value:?} is not gumbel or puct"),
             },
+            "batch" => match number().filter(|&n| (1..=MAX_BATCH).contains(&n)) {
+                Some(n) => self.options.search.batch = n as u32,
+                None => println!("info string ignored: Batch {value:?} is not 1 to {MAX_BATCH}"),
+            },
+            "config" => {
+                if value.is_empty() || value == "<empty>" {
+                    self.options.search = SearchConfig::default();
+                } else {
+                    match Config::load(std::path::Path::new(value)) {
+                        Ok(config) => self.options.search = config.search,
+                        Err(e) => println!("info string ignored: Config: {e:#}"),
+                    }
+                }
+            }
             "moveoverhead" => match number().filter(|&n| n <= 5000) {
                 Some(n) => self.options.move_overhead_ms = n,
                 None => println!("info string ignored: MoveOverhead {value:?} is not 0 to 5000"),
@@ -217,21 +260,20 @@ impl Engine {
             return false;
         };
         let (threads, precision) = (self.options.threads, self.options.precision);
-        if self
-            .loaded
-            .as_ref()
-            .is_some_and(|l| l.path == path && l.threads == threads && l.precision == precision)
-        {
+        let batch = self.options.search.batch;
+        if self.loaded.as_ref().is_some_and(|l| {
+            l.path == path && l.threads == threads && l.precision == precision && l.batch == batch
+        }) {
             return true;
         }
         set_torch_threads(threads);
         match load_net(&path, self.device) {
             Ok(net) => {
-                // One position per forward pass: the search evaluates one leaf at a time.
+                // The search sends up to `batch` leaves per forward pass.
                 let resolved = precision::resolve(precision, &Bf16Support::detect(self.device));
                 println!("info string {}", resolved.notice);
                 let options = InferenceOptions {
-                    max_batch: 1,
+                    max_batch: batch as usize,
                     kind: resolved.kind,
                     ..InferenceOptions::default()
                 };
@@ -240,8 +282,11 @@ impl Engine {
                     path,
                     threads,
                     precision,
+                    batch,
                     handle,
                 });
+                // The cache holds the old net's evaluations.
+                self.driver = None;
                 true
             }
             Err(e) => {
@@ -279,18 +324,21 @@ impl Engine {
                 self.options.simulations,
                 self.options.move_overhead_ms,
             ),
-            config: SearchConfig {
-                mode: self.options.mode,
-                // Strongest play: no root noise.
-                gumbel_scale: 0.0,
-                ..SearchConfig::default()
-            },
             started,
+        };
+        let play = self.options.search.for_play();
+        let driver = match &self.driver {
+            Some(d) if d.lock().is_ok_and(|d| *d.config() == play) => d.clone(),
+            _ => {
+                let d: SharedDriver = Arc::new(Mutex::new(Driver::new(play, CACHE_ENTRIES)));
+                self.driver = Some(d.clone());
+                d
+            }
         };
         self.shared.stop.store(false, Ordering::Release);
         self.shared.answered.store(false, Ordering::Release);
         let net = self.loaded.as_ref().expect("ensured").handle.clone();
-        self.search = Some(searcher::spawn(job, net, self.shared.clone()));
+        self.search = Some(searcher::spawn(job, net, driver, self.shared.clone()));
     }
 
     /// Stops the search, if any, and waits for its `bestmove`.
@@ -401,12 +449,16 @@ pub fn run(args: &UciArgs) -> Result<()> {
         user_bail!("--sims {}: must be 1 to {MAX_SIMULATIONS}", args.sims);
     }
     let device = parse_device(&args.device).map_err(user_error)?;
+    let search = match &args.config {
+        Some(path) => Config::load(path)?.search,
+        None => SearchConfig::default(),
+    };
     let mut engine = Engine {
         options: Options {
             net: args.net.clone(),
             threads: args.threads,
             simulations: args.sims,
-            mode: SearchMode::Gumbel,
+            search,
             move_overhead_ms: 50,
             precision: args.precision,
         },
@@ -415,6 +467,7 @@ pub fn run(args: &UciArgs) -> Result<()> {
         position: start_position(),
         shared: Shared::default(),
         search: None,
+        driver: None,
     };
     let mut input = std::io::stdin().lock();
     let mut bytes = Vec::new();

@@ -1,20 +1,23 @@
 //! One `go`: a search on its own thread that reports `info` lines about once a second and
-//! ends with `bestmove`, when its budget is spent, its time is up or `stop` arrives. A
-//! search that fails, even by a panic, still answers with a legal move: a GUI waits for
-//! `bestmove` forever, and scores `0000` as a loss.
+//! ends with `bestmove`, when its budget is spent, its time is up or `stop` arrives. It is
+//! the same search as everywhere else ([`Driver::search`]): its leaves go to the net in
+//! batches of [`cfzero_mcts::SearchConfig::batch`], through the engine's evaluation cache,
+//! which lives from one `go` to the next. A search that fails, even by a panic, still
+//! answers with a legal move: a GUI waits for `bestmove` forever, and scores `0000` as a
+//! loss.
 //!
 //! Fault injection for tests: with the environment variable [`FAULT_ENV`] set to `panic`,
 //! every search panics as it starts.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cfzero_mcts::chess::ChessState;
 use cfzero_mcts::tree::{NO_NODE, ROOT, Tree};
-use cfzero_mcts::{Evaluations, Evaluator, LeafBatch, Search, SearchConfig, Step};
+use cfzero_mcts::{Driver, Limits, Search};
 use cfzero_network::InferenceHandle;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -38,8 +41,6 @@ pub struct Job {
     pub state: ChessState,
     /// Its limits.
     pub budget: Budget,
-    /// The search constants.
-    pub config: SearchConfig,
     /// When the `go` arrived (time limits count from it).
     pub started: Instant,
 }
@@ -69,12 +70,20 @@ impl Default for Shared {
 /// The environment variable that makes every search panic (see the module's doc).
 pub const FAULT_ENV: &str = "CFZERO_UCI_FAULT";
 
-/// Starts the search of `job` on a new thread; it prints its own `bestmove`.
-pub fn spawn(job: Job, net: InferenceHandle<ChessState>, shared: Shared) -> JoinHandle<()> {
+/// The engine's search: its constants and its evaluation cache, kept between `go`s.
+pub type SharedDriver = Arc<Mutex<Driver<ChessState>>>;
+
+/// Starts the search of `job` with `driver` on a new thread; it prints its own `bestmove`.
+pub fn spawn(
+    job: Job,
+    net: InferenceHandle<ChessState>,
+    driver: SharedDriver,
+    shared: Shared,
+) -> JoinHandle<()> {
     std::thread::Builder::new()
         .name("uci-search".into())
         .spawn(move || {
-            let outcome = catch_unwind(AssertUnwindSafe(|| search(&job, &net, &shared)));
+            let outcome = catch_unwind(AssertUnwindSafe(|| search(&job, &net, &driver, &shared)));
             let failure = match outcome {
                 Ok(Ok(best)) => Ok(best),
                 Ok(Err(e)) => Err(e.to_string()),
@@ -112,55 +121,43 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 fn search(
     job: &Job,
     net: &InferenceHandle<ChessState>,
+    driver: &SharedDriver,
     shared: &Shared,
 ) -> Result<Option<Move>, cfzero_mcts::SearchError> {
     if std::env::var_os(FAULT_ENV).is_some_and(|v| v == "panic") {
         panic!("fault injected by {FAULT_ENV}=panic");
     }
-    let planned = planned_simulations(&job.budget, shared.nps.load(Ordering::Relaxed));
-    let mut search = Search::new(job.config.clone());
+    // A search that panicked leaves the lock poisoned; the driver itself is still sound
+    // (every search starts by resetting its tree).
+    let mut driver = driver
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let limits = Limits {
+        simulations: planned_simulations(&job.budget, shared.nps.load(Ordering::Relaxed)),
+        deadline: job.budget.time.map(|t| job.started + t),
+        stop: Some(&shared.stop),
+    };
     let mut rng = ChaCha8Rng::seed_from_u64(0);
-    match search.start(&job.state, planned, &mut rng) {
-        Ok(()) => {}
-        Err(cfzero_mcts::SearchError::TerminalRoot { .. }) => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let mut batch = LeafBatch::new();
-    let mut evaluations = Evaluations::default();
     let mut last_info = Instant::now();
-    let mut evaluated_root = false;
-    loop {
-        // The root is always evaluated: without it there is no move to give.
-        let out_of_time = job.budget.time.is_some_and(|t| job.started.elapsed() >= t);
-        if evaluated_root && (shared.stop.load(Ordering::Acquire) || out_of_time) {
-            break;
-        }
-        if search.select_leaf() == Step::Finished {
-            break;
-        }
-        batch.clear();
-        batch.push(search.leaf_state(), search.leaf_moves());
-        net.evaluate(&batch, &mut evaluations)?;
-        cfzero_mcts::search::check_evaluations(&batch, &evaluations)?;
-        search.apply_evaluation(
-            &evaluations.logits,
-            evaluations.values[0],
-            evaluations.wdl[0],
-        );
-        evaluated_root = true;
+    let outcome = driver.search(&job.state, &limits, net, &mut rng, |search| {
         if last_info.elapsed() >= INFO_EVERY {
             last_info = Instant::now();
-            println!("{}", info_line(&mut search, job.started));
+            println!("{}", info_line(search, job.started));
         }
+    });
+    let result = match outcome {
+        Ok(result) => result,
+        Err(cfzero_mcts::SearchError::TerminalRoot { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if let Some(search) = driver.last_search() {
+        println!("{}", info_line(search, job.started));
     }
-    let line = info_line(&mut search, job.started);
-    let result = search.result();
     let seconds = job.started.elapsed().as_secs_f64();
     if result.simulations >= 16 && seconds > 0.05 {
         let nps = (f64::from(result.simulations) / seconds) as u64;
         shared.nps.store(nps.max(1), Ordering::Relaxed);
     }
-    println!("{line}");
     Ok(Some(result.best_move))
 }
 
