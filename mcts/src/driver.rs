@@ -2,8 +2,9 @@
 //! limits (a UCI `go`), their leaves batched for the evaluator through one cache.
 //!
 //! With many trees ([`Driver::run`], [`Driver::run_streaming`]) each step collects one
-//! pending leaf per tree, the sequential search: many games fill the batches anyway, and
-//! each evaluation goes where the search most wants it. The trees are split in two halves
+//! pending leaf per tree (unless [`Driver::with_leaves_per_tree`] says more), the
+//! sequential search: many games fill the batches anyway, and each evaluation goes where
+//! the search most wants it. The trees are split in two halves
 //! that ping-pong: while one half's batch is being evaluated, the other half selects its
 //! leaves. A single search ([`Driver::search`]) fills its batches with up to
 //! [`SearchConfig::batch`] leaves of its one tree ([`Search::select_leaves`], with visits
@@ -66,6 +67,8 @@ pub struct Driver<G: Game> {
     halves: [Half<G>; 2],
     /// Whether each slot has a search going.
     active: Vec<bool>,
+    /// Most leaves one tree of many puts in a batch ([`Driver::with_leaves_per_tree`]).
+    leaves_per_tree: usize,
     stats: DriverStats,
 }
 
@@ -91,8 +94,18 @@ impl<G: Game> Driver<G> {
             cache: EvalCache::new(cache_entries),
             halves: [Half::new(), Half::new()],
             active: Vec::new(),
+            leaves_per_tree: 1,
             stats: DriverStats::default(),
         }
+    }
+
+    /// The same driver with up to `leaves` leaves per tree in each batch of a many-tree run
+    /// ([`Driver::run`], [`Driver::run_streaming`]), selected as a lone search selects its
+    /// batches ([`SearchConfig::batch`]); 1, the default, is the sequential search. For
+    /// measuring in matches what a batched search costs in play.
+    pub fn with_leaves_per_tree(mut self, leaves: usize) -> Self {
+        self.leaves_per_tree = leaves.clamp(1, usize::from(u16::MAX));
+        self
     }
 
     /// The search of the last [`Driver::search`] (the first slot of the last run), e.g. to
@@ -312,7 +325,7 @@ impl<G: Game> Driver<G> {
                 if select_uncached(
                     search,
                     tree,
-                    1,
+                    self.leaves_per_tree,
                     &mut self.cache,
                     &mut self.stats,
                     &mut h.batch,

@@ -15,8 +15,11 @@ use rand_distr::{Distribution, Gumbel};
 
 use crate::config::SearchConfig;
 use crate::qtransform::{improved_policy, sigma_completed_q};
+use crate::select;
 use crate::seq_halving::{next_survivors, phase_count, visits_per_action};
 use crate::solver::{self, MoveClass};
+use crate::strategy::{InteriorSelection, RootSelection};
+use crate::tree::NodeId;
 use crate::tree::{ROOT, Tree};
 
 /// The root's schedule state; all buffers are reused across searches.
@@ -42,6 +45,8 @@ pub struct GumbelRoot {
     sigma: Vec<f32>,
     /// Scratch: scores of the root edges.
     scores: Vec<f32>,
+    /// An edge given back ([`RootSelection::give_back`]), handed out again next.
+    deferred: Option<usize>,
 }
 
 impl GumbelRoot {
@@ -87,6 +92,7 @@ impl GumbelRoot {
             self.survivors.insert(m as usize - 1, mate);
         }
         self.survivors.truncate(m as usize);
+        self.deferred = None;
         self.budget = budget;
         self.phases = phase_count(m);
         self.phase = 0;
@@ -173,6 +179,58 @@ impl GumbelRoot {
                 .enumerate()
                 .map(|(i, (s, g))| g + tree.edges[first + i].logit + s),
         );
+    }
+}
+
+impl<M: Copy> RootSelection<M> for GumbelRoot {
+    fn draw_noise(&mut self, moves: usize, config: &SearchConfig, rng: &mut dyn rand::RngCore) {
+        GumbelRoot::draw_noise(self, moves, config.gumbel_scale, rng);
+        self.deferred = None;
+    }
+
+    fn begin(&mut self, tree: &mut Tree<M>, budget: u32, config: &SearchConfig) {
+        GumbelRoot::begin(self, tree, budget, config);
+    }
+
+    fn waits_for_values(&self) -> bool {
+        self.deferred.is_none() && self.phase_ends()
+    }
+
+    fn next_edge(&mut self, tree: &Tree<M>, config: &SearchConfig) -> usize {
+        match self.deferred.take() {
+            Some(edge) => edge,
+            None => self.next_action(tree, config),
+        }
+    }
+
+    fn give_back(&mut self, edge: usize) {
+        debug_assert!(self.deferred.is_none(), "one edge given back at a time");
+        self.deferred = Some(edge);
+    }
+
+    fn finish(
+        &mut self,
+        tree: &Tree<M>,
+        config: &SearchConfig,
+        scratch: &mut Vec<f32>,
+        policy: &mut Vec<f32>,
+    ) -> usize {
+        root_policy(tree, config, scratch, policy);
+        self.best_action(tree, config)
+    }
+}
+
+/// Deterministic selection below the root ([`select::select_child`]) with its scratch
+/// buffers.
+#[derive(Debug, Clone, Default)]
+pub struct GumbelInterior {
+    sigma: Vec<f32>,
+    policy: Vec<f32>,
+}
+
+impl<M: Copy> InteriorSelection<M> for GumbelInterior {
+    fn select_child(&mut self, tree: &Tree<M>, node: NodeId, config: &SearchConfig) -> usize {
+        select::select_child(tree, node, config, &mut self.sigma, &mut self.policy)
     }
 }
 

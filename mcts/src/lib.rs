@@ -18,6 +18,7 @@ pub mod search;
 pub mod select;
 pub mod seq_halving;
 pub mod solver;
+pub mod strategy;
 pub mod tictactoe;
 pub mod tree;
 

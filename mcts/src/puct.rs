@@ -9,9 +9,96 @@
 //! taken (the shortest), proven draws are entered below the root only when no unproven
 //! move is left, and a proven loss is entered, or played, only if every move is one.
 
+use rand_distr::{Distribution, Gamma};
+
 use crate::config::SearchConfig;
 use crate::solver::{self, MoveClass};
-use crate::tree::{Edge, NodeId, Tree};
+use crate::strategy::{InteriorSelection, RootSelection};
+use crate::tree::{Edge, NodeId, ROOT, Tree};
+
+/// The PUCT root: Dirichlet noise mixed into the priors, PUCT selection, the most visited
+/// move, and the visit distribution as the policy.
+#[derive(Debug, Clone, Default)]
+pub struct PuctRoot {
+    /// The noise of each root move (empty when `dirichlet_epsilon` is 0).
+    dirichlet: Vec<f32>,
+}
+
+impl<M: Copy> RootSelection<M> for PuctRoot {
+    fn draw_noise(&mut self, moves: usize, config: &SearchConfig, rng: &mut dyn rand::RngCore) {
+        self.dirichlet.clear();
+        if config.dirichlet_epsilon <= 0.0 {
+            return;
+        }
+        // A Dirichlet sample is a normalised vector of Gamma(alpha, 1) samples.
+        let alpha = config.dirichlet_alpha.max(1e-3);
+        let gamma = Gamma::new(alpha, 1.0).expect("alpha is positive");
+        self.dirichlet
+            .extend((0..moves).map(|_| gamma.sample(&mut *rng)));
+        let total: f32 = self.dirichlet.iter().sum();
+        if total > 0.0 {
+            self.dirichlet.iter_mut().for_each(|x| *x /= total);
+        } else {
+            self.dirichlet.clear();
+        }
+    }
+
+    fn begin(&mut self, tree: &mut Tree<M>, _budget: u32, config: &SearchConfig) {
+        if self.dirichlet.is_empty() {
+            return;
+        }
+        let eps = config.dirichlet_epsilon;
+        let range = tree.nodes[ROOT as usize].edge_range();
+        for (edge, noise) in tree.edges[range].iter_mut().zip(&self.dirichlet) {
+            edge.prior = (1.0 - eps) * edge.prior + eps * noise;
+        }
+    }
+
+    fn waits_for_values(&self) -> bool {
+        false
+    }
+
+    fn next_edge(&mut self, tree: &Tree<M>, config: &SearchConfig) -> usize {
+        select_child(tree, ROOT, config)
+    }
+
+    fn give_back(&mut self, _edge: usize) {}
+
+    fn finish(
+        &mut self,
+        tree: &Tree<M>,
+        config: &SearchConfig,
+        _scratch: &mut Vec<f32>,
+        policy: &mut Vec<f32>,
+    ) -> usize {
+        visit_policy(tree, policy);
+        best_edge(tree, ROOT, config)
+    }
+}
+
+/// PUCT selection below the root.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PuctInterior;
+
+impl<M: Copy> InteriorSelection<M> for PuctInterior {
+    fn select_child(&mut self, tree: &Tree<M>, node: NodeId, config: &SearchConfig) -> usize {
+        select_child(tree, node, config)
+    }
+}
+
+/// The root's visit counts normalised into `policy` (the priors if nothing was visited).
+fn visit_policy<M: Copy>(tree: &Tree<M>, policy: &mut Vec<f32>) {
+    let range = tree.nodes[ROOT as usize].edge_range();
+    policy.clear();
+    policy.extend(range.clone().map(|e| tree.edge_visits(e) as f32));
+    let total: f32 = policy.iter().sum();
+    if total > 0.0 {
+        policy.iter_mut().for_each(|p| *p /= total);
+    } else {
+        policy.clear();
+        policy.extend(tree.edges[range].iter().map(|e| e.prior));
+    }
+}
 
 /// Returns the index (into [`Tree::edges`]) of the edge to follow from the expanded `node`.
 pub fn select_child<M: Copy>(tree: &Tree<M>, node: NodeId, config: &SearchConfig) -> usize {

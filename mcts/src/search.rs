@@ -11,17 +11,15 @@
 //! The tree stores no game states: every simulation replays its moves on a scratch copy
 //! of the root, reusing that copy's memory.
 
-use rand::Rng;
-use rand_distr::{Distribution, Gamma};
+use rand::{Rng, RngCore};
 
-use crate::config::{SearchConfig, SearchMode};
+use crate::config::SearchConfig;
 use crate::evaluator::{EvalError, Evaluations, Evaluator, LeafBatch};
 use crate::game::{Game, Terminal};
-use crate::gumbel::{GumbelRoot, root_policy};
 use crate::qtransform::v_mix;
 use crate::solver::{self, Proof};
+use crate::strategy::{InteriorSelection, RootSelection, strategies};
 use crate::tree::{NO_NODE, NodeId, NodeKind, ROOT, Tree};
-use crate::{puct, select};
 
 /// Why a search could not run.
 #[derive(Debug, thiserror::Error)]
@@ -113,7 +111,7 @@ pub struct SearchResult<M> {
 }
 
 /// A reusable search: buffers and the tree survive from one search to the next.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Search<G: Game> {
     config: SearchConfig,
     tree: Tree<G::Move>,
@@ -128,11 +126,10 @@ pub struct Search<G: Game> {
     waiting: usize,
     /// Of those, the ones still unanswered.
     unanswered: usize,
-    /// A root edge the Gumbel schedule handed out whose simulation collided with a leaf in
-    /// flight; the next simulation takes it, so the schedule stays as planned.
-    deferred_root_edge: Option<usize>,
-    gumbel: GumbelRoot,
-    dirichlet: Vec<f32>,
+    /// How the root chooses ([`crate::strategy`]).
+    root_selection: Box<dyn RootSelection<G::Move>>,
+    /// How simulations choose below the root.
+    interior: Box<dyn InteriorSelection<G::Move>>,
     budget: u32,
     simulations: u32,
     network_wdl: [f32; 3],
@@ -145,6 +142,17 @@ pub struct Search<G: Game> {
 impl<G: Game> Search<G> {
     /// A search with these constants.
     pub fn new(config: SearchConfig) -> Self {
+        let (root_selection, interior) = strategies(&config);
+        Self::with_strategies(config, root_selection, interior)
+    }
+
+    /// A search with these constants and these strategies instead of those of
+    /// `config.mode` (a variant of the search that lives outside this crate).
+    pub fn with_strategies(
+        config: SearchConfig,
+        root_selection: Box<dyn RootSelection<G::Move>>,
+        interior: Box<dyn InteriorSelection<G::Move>>,
+    ) -> Self {
         Search {
             config,
             tree: Tree::new(),
@@ -154,9 +162,8 @@ impl<G: Game> Search<G> {
             leaves: Vec::new(),
             waiting: 0,
             unanswered: 0,
-            deferred_root_edge: None,
-            gumbel: GumbelRoot::default(),
-            dirichlet: Vec::new(),
+            root_selection,
+            interior,
             budget: 0,
             simulations: 0,
             network_wdl: [0.0, 1.0, 0.0],
@@ -194,33 +201,15 @@ impl<G: Game> Search<G> {
         self.simulations = 0;
         self.waiting = 0;
         self.unanswered = 0;
-        self.deferred_root_edge = None;
-        match self.config.mode {
-            SearchMode::Gumbel => {
-                self.gumbel
-                    .draw_noise(self.root_moves.len(), self.config.gumbel_scale, rng)
-            }
-            SearchMode::Puct => self.draw_dirichlet(rng),
-        }
+        // `&mut R` is a sized generator even where `R` is not, so it can be passed on as
+        // a trait object; the numbers drawn are the same.
+        let mut rng = rng;
+        self.root_selection.draw_noise(
+            self.root_moves.len(),
+            &self.config,
+            &mut rng as &mut dyn RngCore,
+        );
         Ok(())
-    }
-
-    fn draw_dirichlet<R: Rng + ?Sized>(&mut self, rng: &mut R) {
-        self.dirichlet.clear();
-        if self.config.dirichlet_epsilon <= 0.0 {
-            return;
-        }
-        // A Dirichlet sample is a normalised vector of Gamma(alpha, 1) samples.
-        let alpha = self.config.dirichlet_alpha.max(1e-3);
-        let gamma = Gamma::new(alpha, 1.0).expect("alpha is positive");
-        self.dirichlet
-            .extend((0..self.root_moves.len()).map(|_| gamma.sample(rng)));
-        let total: f32 = self.dirichlet.iter().sum();
-        if total > 0.0 {
-            self.dirichlet.iter_mut().for_each(|x| *x /= total);
-        } else {
-            self.dirichlet.clear();
-        }
     }
 
     /// Whether the budget is spent (the root evaluated and `budget` simulations done).
@@ -272,10 +261,7 @@ impl<G: Game> Search<G> {
             return Step::Evaluate;
         }
         while self.waiting < max && self.simulations + (self.waiting as u32) < self.budget {
-            let phase_ends = self.config.mode == SearchMode::Gumbel
-                && self.deferred_root_edge.is_none()
-                && self.gumbel.phase_ends();
-            if phase_ends && self.waiting > 0 {
+            if self.waiting > 0 && self.root_selection.waits_for_values() {
                 break;
             }
             match self.descend() {
@@ -313,36 +299,24 @@ impl<G: Game> Search<G> {
         scratch.path.clear();
         scratch.path.push(ROOT);
         let mut node = ROOT;
+        let mut root_edge = 0;
         loop {
             let edge = if node == ROOT {
-                match self.config.mode {
-                    SearchMode::Gumbel => match self.deferred_root_edge.take() {
-                        Some(edge) => edge,
-                        None => self.gumbel.next_action(&self.tree, &self.config),
-                    },
-                    SearchMode::Puct => puct::select_child(&self.tree, node, &self.config),
-                }
+                let edge = self.root_selection.next_edge(&self.tree, &self.config);
+                root_edge = edge;
+                edge
             } else {
-                match self.config.mode {
-                    SearchMode::Gumbel => select::select_child(
-                        &self.tree,
-                        node,
-                        &self.config,
-                        &mut self.sigma,
-                        &mut self.policy,
-                    ),
-                    SearchMode::Puct => puct::select_child(&self.tree, node, &self.config),
-                }
+                self.interior.select_child(&self.tree, node, &self.config)
             };
             let child = self.tree.edges[edge].child;
             if child != NO_NODE
                 && self.tree.nodes[child as usize].kind == NodeKind::Unexpanded
                 && self.tree.nodes[child as usize].proof.is_none()
             {
-                // Another leaf of this batch is this node: wait for its evaluation.
-                if node == ROOT && self.config.mode == SearchMode::Gumbel {
-                    self.deferred_root_edge = Some(edge);
-                }
+                // Another leaf of this batch is this node: wait for its evaluation. The
+                // root's choice is given back, at whatever depth the collision is, so
+                // that a planned schedule loses no visit.
+                self.root_selection.give_back(root_edge);
                 return Descent::Collision;
             }
             let scratch = self.scratch.as_mut().expect("set above");
@@ -451,10 +425,8 @@ impl<G: Game> Search<G> {
         if node == ROOT {
             self.network_wdl = wdl;
             self.prove_root_immediate_win();
-            match self.config.mode {
-                SearchMode::Gumbel => self.gumbel.begin(&self.tree, self.budget, &self.config),
-                SearchMode::Puct => self.mix_root_noise(),
-            }
+            self.root_selection
+                .begin(&mut self.tree, self.budget, &self.config);
         } else {
             self.simulations += 1;
         }
@@ -482,17 +454,6 @@ impl<G: Game> Search<G> {
         }
     }
 
-    fn mix_root_noise(&mut self) {
-        if self.dirichlet.is_empty() {
-            return;
-        }
-        let eps = self.config.dirichlet_epsilon;
-        let range = self.tree.nodes[ROOT as usize].edge_range();
-        for (edge, noise) in self.tree.edges[range].iter_mut().zip(&self.dirichlet) {
-            edge.prior = (1.0 - eps) * edge.prior + eps * noise;
-        }
-    }
-
     /// The result of the finished (or interrupted, once the root is evaluated) search.
     pub fn result(&mut self) -> SearchResult<G::Move> {
         let root = self.tree.nodes[ROOT as usize];
@@ -501,16 +462,9 @@ impl<G: Game> Search<G> {
             "result needs an evaluated root"
         );
         let range = root.edge_range();
-        let best = match self.config.mode {
-            SearchMode::Gumbel => {
-                root_policy(&self.tree, &self.config, &mut self.sigma, &mut self.policy);
-                self.gumbel.best_action(&self.tree, &self.config)
-            }
-            SearchMode::Puct => {
-                self.visit_policy();
-                puct::best_edge(&self.tree, ROOT, &self.config)
-            }
-        };
+        let best =
+            self.root_selection
+                .finish(&self.tree, &self.config, &mut self.sigma, &mut self.policy);
         // A proven root reports its exact value: later simulations through the root may
         // still back up inexact values from moves that the proof does not follow.
         let (q, d) = match root.proof {
@@ -564,22 +518,6 @@ impl<G: Game> Search<G> {
                 .collect(),
             simulations: self.simulations,
             nodes: self.tree.nodes.len(),
-        }
-    }
-
-    /// Visit counts normalised into `self.policy` (the priors if nothing was visited).
-    fn visit_policy(&mut self) {
-        let range = self.tree.nodes[ROOT as usize].edge_range();
-        self.policy.clear();
-        self.policy
-            .extend(range.clone().map(|e| self.tree.edge_visits(e) as f32));
-        let total: f32 = self.policy.iter().sum();
-        if total > 0.0 {
-            self.policy.iter_mut().for_each(|p| *p /= total);
-        } else {
-            self.policy.clear();
-            self.policy
-                .extend(self.tree.edges[range].iter().map(|e| e.prior));
         }
     }
 

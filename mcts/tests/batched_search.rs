@@ -182,3 +182,56 @@ fn play_considers_every_move_when_the_budget_allows() {
         assert_eq!(seen, visited, "budget {budget}");
     }
 }
+
+#[test]
+fn many_trees_with_many_leaves_each_spend_their_budgets() {
+    let roots: Vec<TicTacToe> = common::tictactoe_positions()
+        .into_iter()
+        .step_by(41)
+        .collect();
+    let budgets: Vec<u32> = (0..roots.len()).map(|i| 8 + (i as u32 * 7) % 90).collect();
+    let mut driver = Driver::new(SearchConfig::default(), 1 << 12).with_leaves_per_tree(4);
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let results = driver
+        .run(&roots, &budgets, &HashEvaluator, &mut rng)
+        .unwrap();
+    for (result, &budget) in results.iter().zip(&budgets) {
+        assert_eq!(result.visits.iter().sum::<u32>(), budget);
+        assert_eq!(result.simulations, budget);
+    }
+    // Fewer batches than the sequential driver needs for the same searches.
+    let mut sequential = Driver::new(SearchConfig::default(), 1 << 12);
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    sequential
+        .run(&roots, &budgets, &HashEvaluator, &mut rng)
+        .unwrap();
+    assert!(driver.stats().batches < sequential.stats().batches);
+}
+
+#[test]
+fn batches_keep_the_sequential_halving_schedule() {
+    // Which moves survive a phase depends on the values, which batching changes a little;
+    // how many visits each survivor gets must not change: the sorted visit counts of the
+    // root are those of the sequential search.
+    let root = Wide::new(20, 40);
+    for budget in [16, 50, 200, 801] {
+        let counts = |batch: u32| {
+            let config = SearchConfig {
+                batch,
+                ..SearchConfig::default()
+            };
+            let mut driver = Driver::new(config, 0);
+            let mut rng = ChaCha8Rng::seed_from_u64(8);
+            let result = driver
+                .search(&root, &limits(budget), &HashEvaluator, &mut rng, |_| {})
+                .unwrap();
+            let mut visits = result.visits.clone();
+            visits.sort_unstable();
+            visits
+        };
+        let sequential = counts(1);
+        for batch in [4, 16, 64] {
+            assert_eq!(counts(batch), sequential, "budget {budget} batch {batch}");
+        }
+    }
+}

@@ -152,6 +152,15 @@ impl<'e, E: Evaluator<ChessState>> SearchPlayer<'e, E> {
     }
 }
 
+impl<E> SearchPlayer<'_, E> {
+    /// The same player evaluating up to `leaves` leaves of each search together (see
+    /// [`Driver::with_leaves_per_tree`]); 1 is the sequential search.
+    pub fn with_leaves_per_search(mut self, leaves: usize) -> Self {
+        self.driver = self.driver.with_leaves_per_tree(leaves);
+        self
+    }
+}
+
 impl<E: Evaluator<ChessState>> Player for SearchPlayer<'_, E> {
     fn name(&self) -> String {
         self.name.clone()

@@ -34,6 +34,7 @@ use crate::user_bail;
 struct SideArgs {
     net: Option<PathBuf>,
     sims: u32,
+    batch: usize,
     uci: Option<String>,
     options: Vec<String>,
     nodes: Option<u64>,
@@ -53,6 +54,11 @@ pub struct MatchArgs {
     /// Player A: simulations per move of its net.
     #[arg(long, default_value_t = 64)]
     pub a_sims: u32,
+    /// Player A: leaves each search of its net evaluates together, selected with
+    /// visits in flight as the UCI engine does (`[search] batch`); 1, the default, is the
+    /// sequential search. For measuring what batching costs in play.
+    #[arg(long, default_value_t = 1)]
+    pub a_batch: usize,
     /// Player A: a UCI engine command line.
     #[arg(long)]
     pub a_uci: Option<String>,
@@ -80,6 +86,11 @@ pub struct MatchArgs {
     /// Player B: simulations per move of its net.
     #[arg(long, default_value_t = 64)]
     pub b_sims: u32,
+    /// Player B: leaves each search of its net evaluates together, selected with
+    /// visits in flight as the UCI engine does (`[search] batch`); 1, the default, is the
+    /// sequential search. For measuring what batching costs in play.
+    #[arg(long, default_value_t = 1)]
+    pub b_batch: usize,
     /// Player B: a UCI engine command line.
     #[arg(long)]
     pub b_uci: Option<String>,
@@ -147,6 +158,7 @@ impl MatchArgs {
             SideArgs {
                 net: self.a_net.clone(),
                 sims: self.a_sims,
+                batch: self.a_batch,
                 uci: self.a_uci.clone(),
                 options: self.a_option.clone(),
                 nodes: self.a_nodes,
@@ -159,6 +171,7 @@ impl MatchArgs {
             SideArgs {
                 net: self.b_net.clone(),
                 sims: self.b_sims,
+                batch: self.b_batch,
                 uci: self.b_uci.clone(),
                 options: self.b_option.clone(),
                 nodes: self.b_nodes,
@@ -177,6 +190,7 @@ enum Side {
     Net {
         path: PathBuf,
         sims: u32,
+        batch: usize,
     },
     Uci {
         command: String,
@@ -201,6 +215,9 @@ impl Side {
                 "player {name}: give exactly one of --{name}-net, --{name}-uci, --{name}-random, --{name}-greedy"
             );
         }
+        if args.net.is_none() && args.batch != 1 {
+            user_bail!("player {name}: --{name}-batch is for a net (--{name}-net)");
+        }
         if args.uci.is_none()
             && (!args.options.is_empty()
                 || args.nodes.is_some()
@@ -215,9 +232,13 @@ impl Side {
             if args.sims == 0 {
                 user_bail!("player {name}: --{name}-sims must be at least 1");
             }
+            if !(1..=usize::from(u16::MAX)).contains(&args.batch) {
+                user_bail!("player {name}: --{name}-batch must be 1 to {}", u16::MAX);
+            }
             return Ok(Side::Net {
                 path: path.clone(),
                 sims: args.sims,
+                batch: args.batch,
             });
         }
         let Some(command) = &args.uci else {
@@ -255,9 +276,14 @@ impl Side {
     /// A name for the report and the PGN: the net's file stem, the engine, `random`, `greedy`.
     fn label(&self) -> String {
         match self {
-            Side::Net { path, sims } => format!(
-                "{} ({sims} sims)",
-                path.file_stem().unwrap_or_default().to_string_lossy()
+            Side::Net { path, sims, batch } => format!(
+                "{} ({sims} sims{})",
+                path.file_stem().unwrap_or_default().to_string_lossy(),
+                if *batch > 1 {
+                    format!(", batch {batch}")
+                } else {
+                    String::new()
+                }
             ),
             Side::Uci { command, limit, .. } => format!("{command} ({limit})"),
             Side::Random => "random".into(),
@@ -442,12 +468,15 @@ fn player<'h>(
     instances: usize,
 ) -> Result<Box<dyn Player + 'h>> {
     Ok(match side {
-        Side::Net { sims, .. } => Box::new(SearchPlayer::new(
-            side.label(),
-            handle.expect("a net side has an inference server"),
-            search.clone(),
-            *sims,
-        )),
+        Side::Net { sims, batch, .. } => Box::new(
+            SearchPlayer::new(
+                side.label(),
+                handle.expect("a net side has an inference server"),
+                search.clone(),
+                *sims,
+            )
+            .with_leaves_per_search(*batch),
+        ),
         Side::Uci {
             command,
             options,

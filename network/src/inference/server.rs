@@ -1,5 +1,7 @@
-//! The batched inference server: one thread owns the net and evaluates the leaf batches that
-//! many actor threads send it, several requests per forward pass.
+//! The batched inference server: one thread owns a [`Backend`] (the net) and evaluates the
+//! leaf batches that many actor threads send it, several requests per forward pass. It
+//! encodes positions, merges requests, gathers each position's legal-move logits and keeps
+//! statistics; the backend only runs the network.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,9 +11,10 @@ use std::time::Instant;
 
 use cfzero_mcts::{EvalError, Evaluations, Evaluator, LeafBatch};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use tch::{Kind, Tensor};
+use tch::Kind;
 
 use super::input::{INPUT_FLOATS, NetInput};
+use crate::backend::{Backend, BackendOutputs, Capabilities, NamedWeights, TchBackend};
 use crate::encoding::POLICY_SIZE;
 use crate::model::Net;
 
@@ -105,8 +108,8 @@ struct Reply {
 
 enum Message {
     Evaluate(Request),
-    /// New weights (name, tensor) for the net; the reply says whether they fit.
-    Publish(Vec<(String, Tensor)>, Sender<Result<(), String>>),
+    /// New weights for the backend; the reply says whether they fit.
+    Publish(NamedWeights, Sender<Result<(), String>>),
 }
 
 /// Recycled input buffers, so that a warm server allocates no input memory per request.
@@ -140,9 +143,19 @@ impl InferenceServer {
     /// `no_grad`) and returns the handle that evaluators share. The thread ends when every
     /// handle is dropped.
     ///
-    /// The net is readied by [`Net::prepare_serving`] for `options.kind` and `max_batch`.
-    pub fn spawn<G: NetInput>(mut net: Net, options: InferenceOptions) -> InferenceHandle<G> {
-        net.prepare_serving(options.kind, options.max_batch);
+    /// The net is served by a [`TchBackend`], readied for `options.kind` and `max_batch`.
+    pub fn spawn<G: NetInput>(net: Net, options: InferenceOptions) -> InferenceHandle<G> {
+        let backend = TchBackend::new(net, options.kind, options.max_batch);
+        Self::spawn_backend(backend, options)
+    }
+
+    /// Moves `backend` onto a new inference thread (`options.kind` is the backend's
+    /// business; the server uses `max_batch` and `queue_capacity`).
+    pub fn spawn_backend<G: NetInput, B: Backend + 'static>(
+        backend: B,
+        options: InferenceOptions,
+    ) -> InferenceHandle<G> {
+        let capabilities = backend.capabilities();
         let (tx, rx) = crossbeam_channel::bounded(options.queue_capacity.max(1));
         let stats = Arc::new(InferenceStats::default());
         let pool = Arc::new(BufferPool::default());
@@ -151,11 +164,12 @@ impl InferenceServer {
             let max_batch = options.max_batch.max(1);
             std::thread::Builder::new()
                 .name("inference".into())
-                .spawn(move || serve(net, rx, max_batch, &stats, &pool))
+                .spawn(move || serve(backend, rx, max_batch, &stats, &pool))
                 .expect("spawning the inference thread")
         };
         InferenceHandle {
             tx,
+            capabilities: Arc::new(capabilities),
             stats,
             pool,
             thread: Arc::new(Mutex::new(Some(thread))),
@@ -167,6 +181,7 @@ impl InferenceServer {
 /// A shared handle to the inference thread; implements [`Evaluator`]. Cheap to clone.
 pub struct InferenceHandle<G> {
     tx: Sender<Message>,
+    capabilities: Arc<Capabilities>,
     stats: Arc<InferenceStats>,
     pool: Arc<BufferPool>,
     thread: Arc<Mutex<Option<JoinHandle<()>>>>,
@@ -177,6 +192,7 @@ impl<G> Clone for InferenceHandle<G> {
     fn clone(&self) -> Self {
         InferenceHandle {
             tx: self.tx.clone(),
+            capabilities: self.capabilities.clone(),
             stats: self.stats.clone(),
             pool: self.pool.clone(),
             thread: self.thread.clone(),
@@ -201,16 +217,20 @@ impl<G> InferenceHandle<G> {
         }
     }
 
+    /// What the served backend is.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
     /// Replaces the served net's weights with those of `net` (same config) between requests;
     /// returns once the thread has copied them. Requests sent before are evaluated with the old weights.
     pub fn publish(&self, net: &Net) -> Result<(), EvalError> {
-        let weights = tch::no_grad(|| {
-            net.vs
-                .variables()
-                .into_iter()
-                .map(|(n, t)| (n, t.copy().detach()))
-                .collect::<Vec<_>>()
-        });
+        let weights = TchBackend::weights_of(net).map_err(|e| EvalError::Failed(e.to_string()))?;
+        self.publish_weights(weights)
+    }
+
+    /// Replaces the backend's weights with `weights` (see [`InferenceHandle::publish`]).
+    pub fn publish_weights(&self, weights: NamedWeights) -> Result<(), EvalError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.tx
             .send(Message::Publish(weights, tx))
@@ -268,14 +288,15 @@ impl<G: NetInput> Evaluator<G> for InferenceHandle<G> {
 }
 
 /// The inference thread's loop.
-fn serve(
-    mut net: Net,
+fn serve<B: Backend>(
+    mut backend: B,
     rx: Receiver<Message>,
     max_batch: usize,
     stats: &InferenceStats,
     pool: &BufferPool,
 ) {
     let mut staging: Vec<f32> = Vec::new();
+    let mut outputs = BackendOutputs::default();
     let mut batch: Vec<Request> = Vec::new();
     let mut deferred: Option<Message> = None;
     loop {
@@ -288,12 +309,7 @@ fn serve(
         };
         let mut positions = match first {
             Message::Publish(weights, ack) => {
-                let copied = copy_weights(&net, &weights);
-                if copied.is_ok() {
-                    let form = net.model.shaw_form;
-                    net.model.prepare_inference(form);
-                }
-                let _ = ack.send(copied);
+                let _ = ack.send(backend.reload(&weights).map_err(|e| e.to_string()));
                 continue;
             }
             Message::Evaluate(r) => {
@@ -323,7 +339,14 @@ fn serve(
             .positions
             .fetch_add(positions as u64, Ordering::Relaxed);
         let start = Instant::now();
-        run_batch(&net, &mut batch, positions, &mut staging, pool);
+        run_batch(
+            &mut backend,
+            &mut batch,
+            positions,
+            &mut staging,
+            &mut outputs,
+            pool,
+        );
         stats
             .busy_nanos
             .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -331,22 +354,30 @@ fn serve(
 }
 
 /// Evaluates the requests of `batch` in one forward pass and answers each.
-fn run_batch(
-    net: &Net,
+fn run_batch<B: Backend>(
+    backend: &mut B,
     batch: &mut Vec<Request>,
     positions: usize,
     staging: &mut Vec<f32>,
+    outputs: &mut BackendOutputs,
     pool: &BufferPool,
 ) {
     staging.clear();
     for r in batch.iter() {
         staging.extend_from_slice(&r.inputs);
     }
-    let result = evaluate(net, staging, positions);
+    let result = backend
+        .forward(staging, positions, outputs)
+        .map_err(|e| e.to_string());
     let mut row = 0;
     for r in batch.drain(..) {
         let reply = match &result {
-            Ok((policy, wdl, values)) => {
+            Ok(()) => {
+                let BackendOutputs {
+                    policy,
+                    wdl,
+                    values,
+                } = &*outputs;
                 let mut logits = Vec::with_capacity(r.moves.len());
                 let mut wdl_out = Vec::with_capacity(r.leaves);
                 for leaf in 0..r.leaves {
@@ -372,59 +403,4 @@ fn run_batch(
         let _ = r.reply.send(reply);
         pool.give(r.inputs);
     }
-}
-
-/// Policy logits `[n*1858]`, WDL probabilities `[n*3]` and values `[n]` of a batch, flat.
-type BatchOutputs = (Vec<f32>, Vec<f32>, Vec<f32>);
-
-/// One forward pass of `n` positions (see [`crate::ModelOutputs::play_values`] for the value).
-fn evaluate(net: &Net, inputs: &[f32], n: usize) -> Result<BatchOutputs, String> {
-    let to_vec = |t: &Tensor| {
-        Vec::<f32>::try_from(
-            t.to_device(tch::Device::Cpu)
-                .to_kind(Kind::Float)
-                .contiguous()
-                .view([-1]),
-        )
-        .map_err(|e| e.to_string())
-    };
-    tch::no_grad(|| {
-        let x = Tensor::from_slice(inputs).view([n as i64, 64, (INPUT_FLOATS / 64) as i64]);
-        let out = net.forward_play(&x);
-        let (wdl, values) = out
-            .play_values()
-            .ok_or_else(|| "the net has neither a winner head nor a q head".to_owned())?;
-        Ok((to_vec(&out.policy)?, to_vec(&wdl)?, to_vec(&values)?))
-    })
-}
-
-/// Copies published weights into the served net after checking every name and shape.
-fn copy_weights(net: &Net, weights: &[(String, Tensor)]) -> Result<(), String> {
-    let vars = net.vs.variables();
-    if vars.len() != weights.len() {
-        return Err(format!(
-            "published net has {} tensors, served net {}",
-            weights.len(),
-            vars.len()
-        ));
-    }
-    for (name, w) in weights {
-        match vars.get(name) {
-            Some(v) if v.size() == w.size() => {}
-            Some(v) => {
-                return Err(format!(
-                    "tensor `{name}` has shape {:?}, served {:?}",
-                    w.size(),
-                    v.size()
-                ));
-            }
-            None => return Err(format!("tensor `{name}` is not in the served net")),
-        }
-    }
-    tch::no_grad(|| {
-        for (name, w) in weights {
-            vars[name].shallow_clone().copy_(&w.to_device(net.device()));
-        }
-    });
-    Ok(())
 }
