@@ -6,6 +6,7 @@ pub mod arena;
 pub mod config;
 pub mod elo;
 pub mod greedy;
+pub mod lines;
 pub mod openings;
 pub mod pgn;
 pub mod puzzles;

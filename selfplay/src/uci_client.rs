@@ -1,11 +1,15 @@
 //! A client for external UCI engines (Stockfish and the like): starts the process, sets its
-//! options and asks it for moves, with a timeout on every answer so a hung engine cannot
-//! hang a match.
+//! options and asks it for moves, with a deadline on every answer (not on every line: an
+//! engine that prints `info` forever is as hung as a silent one) so a hung engine cannot
+//! hang a match. Its output is read in bounded lines ([`crate::lines`]), bytes that are not
+//! UTF-8 replaced, so a misbehaving engine can neither grow memory nor end the reader.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use crate::lines::{MAX_LINE, read_line_bounded};
 
 use cfzero_mcts::chess::ChessState;
 use shakmaty::uci::UciMove;
@@ -137,8 +141,15 @@ impl UciEngine {
         // A reader thread turns the blocking pipe into a channel that can time out.
         let (tx, lines) = channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
+            let mut reader = BufReader::new(stdout);
+            let mut bytes = Vec::new();
+            // A line too long to be UCI is dropped (it is no command the client waits for).
+            while let Ok(Some(too_long)) = read_line_bounded(&mut reader, MAX_LINE, &mut bytes) {
+                if too_long {
+                    continue;
+                }
+                let line = String::from_utf8_lossy(&bytes);
+                let line = line.trim_end_matches(['\n', '\r']).to_string();
                 if tx.send(line).is_err() {
                     break;
                 }
@@ -153,8 +164,9 @@ impl UciEngine {
         };
         engine.send("uci", "starting")?;
         let setup = Duration::from_secs(30);
+        let deadline = Instant::now() + setup;
         loop {
-            let line = engine.receive(setup, "waiting for uciok")?;
+            let line = engine.receive(deadline, setup, "waiting for uciok")?;
             if let Some(name) = line.strip_prefix("id name ") {
                 engine.name = name.trim().to_string();
             }
@@ -169,7 +181,12 @@ impl UciEngine {
             )?;
         }
         engine.send("isready", "waiting for readyok")?;
-        while engine.receive(setup, "waiting for readyok")?.trim() != "readyok" {}
+        let deadline = Instant::now() + setup;
+        while engine
+            .receive(deadline, setup, "waiting for readyok")?
+            .trim()
+            != "readyok"
+        {}
         Ok(engine)
     }
 
@@ -200,8 +217,9 @@ impl UciEngine {
         }
         self.send(&line, "sending the position")?;
         self.send(&limit.go_command(), "searching")?;
+        let deadline = Instant::now() + limit.timeout();
         let answer = loop {
-            let line = self.receive(limit.timeout(), "waiting for bestmove")?;
+            let line = self.receive(deadline, limit.timeout(), "waiting for bestmove")?;
             if let Some(rest) = line.trim().strip_prefix("bestmove") {
                 break rest.split_whitespace().next().unwrap_or("").to_string();
             }
@@ -224,12 +242,16 @@ impl UciEngine {
             })
     }
 
+    /// The next line, if it comes before `deadline` (the end of the whole answer that began
+    /// `timeout` before it).
     fn receive(
         &mut self,
+        deadline: Instant,
         timeout: Duration,
         doing: &'static str,
     ) -> Result<String, UciClientError> {
-        match self.lines.recv_timeout(timeout) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(left) {
             Ok(line) => Ok(line),
             Err(RecvTimeoutError::Timeout) => Err(UciClientError::Timeout {
                 command: self.command.clone(),

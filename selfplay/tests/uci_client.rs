@@ -163,3 +163,30 @@ fn a_match_against_the_engine_follows_the_schedule_and_the_engine_plays_its_move
         assert!(reason.is_some() || g.moves.len() == 60, "game ended early");
     }
 }
+
+#[test]
+fn an_engine_that_prints_info_forever_times_out_on_the_whole_answer() {
+    let mut engine = UciEngine::start(&engine_command(), &pick("chatty")).unwrap();
+    let start = std::time::Instant::now();
+    // Movetime 1 ms: the answer's deadline is 4 ms + 10 s, however many lines arrive.
+    let err = engine
+        .best_move(None, &[], &ChessState::new(), UciLimit::Movetime(1))
+        .unwrap_err();
+    assert!(matches!(err, UciClientError::Timeout { .. }), "{err}");
+    let waited = start.elapsed().as_secs_f64();
+    assert!((9.5..30.0).contains(&waited), "waited {waited} s");
+}
+
+#[test]
+fn bytes_that_are_not_utf8_and_overlong_lines_do_not_end_the_reader() {
+    for misbehaviour in ["binary", "longline"] {
+        let mut engine = UciEngine::start(&engine_command(), &pick(misbehaviour)).unwrap();
+        let start = ChessState::new();
+        for _ in 0..2 {
+            let mv = engine
+                .best_move(None, &[], &start, UciLimit::Nodes(1))
+                .unwrap_or_else(|e| panic!("{misbehaviour}: {e}"));
+            assert_eq!(uci(mv), "a2a3", "{misbehaviour}");
+        }
+    }
+}
