@@ -223,6 +223,7 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
             finished += 1;
             finished_plies += game.record.positions.len() as u64;
             show(live);
+            Ok(())
         },
         &show,
     );

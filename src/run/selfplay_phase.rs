@@ -2,7 +2,7 @@
 //! finished game is written at once as its own record file.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -173,6 +173,10 @@ const TICK: Duration = Duration::from_millis(100);
 /// `base.seed ^ a`. Stops early when `stop` is set or `moves` reaches its limit. On the
 /// calling thread, each finished game goes to `on_game` as it ends, and `on_tick` runs at
 /// least every 100 ms while the actors play.
+///
+/// A failure stops everything within one tick and is returned: an error of `on_game` (a
+/// record that cannot be written, e.g. a full disk) or of an actor (its search failed) halts
+/// every other actor, instead of playing the phase to its end for nothing.
 #[allow(clippy::too_many_arguments)]
 pub fn run_actors(
     config: &Config,
@@ -182,7 +186,7 @@ pub fn run_actors(
     base: ActorId,
     stop: &AtomicBool,
     moves: &MoveCount,
-    mut on_game: impl FnMut(FinishedGame, &Live),
+    mut on_game: impl FnMut(FinishedGame, &Live) -> Result<()>,
     mut on_tick: impl FnMut(&Live),
 ) -> Result<ActorsOutcome> {
     let start = Instant::now();
@@ -202,6 +206,10 @@ pub fn run_actors(
     };
     let actors = config.selfplay.actors.max(1);
     let (tx, rx) = crossbeam_channel::unbounded::<FinishedGame>();
+    // Set by `stop` or by the first failure; what the actors watch.
+    let halt = AtomicBool::new(stop.load(Ordering::Relaxed));
+    let halt = &halt;
+    let mut failure: Option<anyhow::Error> = None;
     let results = std::thread::scope(|scope| {
         let mut threads = Vec::new();
         for a in 0..actors {
@@ -213,28 +221,41 @@ pub fn run_actors(
                 seed: base.seed ^ a as u64,
             };
             threads.push(scope.spawn(move || {
-                play_games(
+                let result = play_games(
                     &config.selfplay,
                     &config.search,
                     &handle,
                     openings,
                     id,
                     share,
-                    stop,
+                    halt,
                     moves,
                     |game, _| {
                         let _ = tx.send(game);
                     },
-                )
+                );
+                if result.is_err() {
+                    halt.store(true, Ordering::Relaxed);
+                }
+                result
             }));
         }
         drop(tx);
         let mut last_tick = Instant::now();
         loop {
             match rx.recv_timeout(TICK) {
-                Ok(game) => on_game(game, &live()),
-                Err(RecvTimeoutError::Timeout) => {}
+                // Games that end after a failure are not handed on.
+                Ok(game) if failure.is_none() => {
+                    if let Err(e) = on_game(game, &live()) {
+                        failure = Some(e);
+                        halt.store(true, Ordering::Relaxed);
+                    }
+                }
+                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if stop.load(Ordering::Relaxed) {
+                halt.store(true, Ordering::Relaxed);
             }
             if last_tick.elapsed() >= TICK {
                 on_tick(&live());
@@ -246,6 +267,9 @@ pub fn run_actors(
             .map(|t| t.join().expect("an actor thread panicked"))
             .collect::<Vec<_>>()
     });
+    if let Some(e) = failure {
+        return Err(e);
+    }
     let mut outcome = ActorsOutcome::default();
     for r in results {
         let s = r.context("self-play failed")?;
@@ -292,7 +316,6 @@ pub fn play(
             live.inference.average_batch()
         )
     };
-    let mut write_error = None;
     let mut index = first;
     let outcome = run_actors(
         config,
@@ -305,10 +328,8 @@ pub fn play(
         |game, live| {
             let path = games_dir.join(record_name(worker, index));
             index += 1;
-            if let Err(e) = write_records(&path, std::slice::from_ref(&game.record)) {
-                write_error.get_or_insert(e);
-                return;
-            }
+            write_records(&path, std::slice::from_ref(&game.record))
+                .with_context(|| format!("writing the game record {}", path.display()))?;
             summary.record_bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             summary.games += 1;
             summary.positions += game.record.positions.len() as u64;
@@ -332,15 +353,13 @@ pub fn play(
             summary.resign_samples.extend(game.resign_samples);
             pb.inc(1);
             pb.set_message(message(live));
+            Ok(())
         },
         |live| pb.set_message(message(live)),
     );
     pb.finish_and_clear();
     let outcome = outcome?;
     summary.simulations = outcome.stats.simulations;
-    if let Some(e) = write_error {
-        return Err(e).context("writing a game record");
-    }
     summary.seconds = outcome.seconds;
     summary.inference = outcome.inference;
     Ok(summary)
@@ -373,4 +392,47 @@ pub fn write_pgn(games_dir: &Path, pgn: &Path, generation: u32) -> Result<()> {
         }
     }
     write_file_atomically(pgn, out.as_bytes()).with_context(|| format!("writing {}", pgn.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_game_handler_stops_every_actor_at_once() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let config = Config::load(&root.join("configs/micro.toml")).unwrap();
+        tch::manual_seed(1);
+        let net = Net::new(&config.network, tch::Device::Cpu).unwrap();
+        let openings = vec![shakmaty::fen::Fen::default().to_string()];
+        let start = Instant::now();
+        let mut handed = 0;
+        let outcome = run_actors(
+            &config,
+            net,
+            &openings,
+            100_000,
+            ActorId {
+                generation: 0,
+                seed: 1,
+            },
+            &AtomicBool::new(false),
+            &MoveCount::unlimited(),
+            |_, _| {
+                handed += 1;
+                anyhow::bail!("disk full (simulated)")
+            },
+            |_| {},
+        );
+        let err = outcome.unwrap_err().to_string();
+        assert!(err.contains("disk full"), "{err}");
+        // Only the first game reached the handler, and the actors stopped within the games
+        // they had in flight, not after 100,000 games.
+        assert_eq!(handed, 1);
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "{:?}",
+            start.elapsed()
+        );
+    }
 }
