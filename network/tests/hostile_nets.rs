@@ -102,3 +102,42 @@ fn a_net_file_that_fits_still_loads() {
         preset("micro")
     );
 }
+
+/// Writes `net` gzip-compressed to `path`, as Lc0 stores nets.
+fn write_pb_gz(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).unwrap();
+    std::fs::write(path, gz.finish().unwrap()).unwrap();
+}
+
+#[test]
+fn lc0_files_are_bounded_before_anything_is_built() {
+    use cfzero_network::lc0::proto::{EncoderLayer, Net as NetFile, Weights};
+    use cfzero_network::lc0::read_lc0_file;
+    use prost::Message;
+    let tmp = tempfile::tempdir().unwrap();
+    // 300 KB before compression that prost would decode into 100,000 encoder layers.
+    let many = NetFile {
+        magic: Some(0x1c0),
+        weights: Some(Weights {
+            encoder: vec![EncoderLayer::default(); 100_000],
+            ..Weights::default()
+        }),
+        ..NetFile::default()
+    };
+    let path = tmp.path().join("layers.pb.gz");
+    write_pb_gz(&path, &many.encode_to_vec());
+    let start = Instant::now();
+    let err = read_lc0_file(&path, Device::Cpu).unwrap_err().to_string();
+    assert!(
+        err.contains("`weights.encoder` has 100000 entries"),
+        "{err}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(5));
+    // Not gzip at all: one line naming the file.
+    let path = tmp.path().join("plain.pb.gz");
+    std::fs::write(&path, b"plain text").unwrap();
+    let err = read_lc0_file(&path, Device::Cpu).unwrap_err().to_string();
+    assert!(err.contains("plain.pb.gz") && err.contains("gzip"), "{err}");
+}

@@ -1,14 +1,13 @@
 //! Lc0 file -> cfzero net, for attention bodies cfzero evaluates exactly as Lc0 does.
 
-use std::io::Read;
 use std::path::Path;
 
-use flate2::read::GzDecoder;
 use prost::Message;
 use tch::{Device, Tensor};
 
 use super::Lc0Error;
 use super::bindings::{Source, Transform, bindings};
+use super::bounds::{MAX_DECOMPRESSED, check_repeated_fields, gunzip_bounded};
 use super::format::{self, MOVES_LEFT_V1, PE_MAP_INPUTS};
 use super::layer::{LayerError, decode, value_count};
 use super::proto::{Layer, Net as NetFile, Weights};
@@ -24,13 +23,13 @@ pub fn read_lc0_file(path: &Path, device: Device) -> Result<Net, Lc0Error> {
         source,
     };
     let compressed = std::fs::read(path).map_err(io)?;
-    let mut bytes = Vec::new();
-    GzDecoder::new(compressed.as_slice())
-        .read_to_end(&mut bytes)
-        .map_err(|e| Lc0Error::Corrupt {
-            path: name.clone(),
-            reason: format!("not gzip data ({e})"),
-        })?;
+    let corrupt = |reason: String| Lc0Error::Corrupt {
+        path: name.clone(),
+        reason,
+    };
+    // Bounded before anything is built from the file (see `bounds`).
+    let bytes = gunzip_bounded(&compressed, MAX_DECOMPRESSED).map_err(corrupt)?;
+    check_repeated_fields(&bytes).map_err(corrupt)?;
     let file = NetFile::decode(bytes.as_slice()).map_err(|e| Lc0Error::Corrupt {
         path: name.clone(),
         reason: format!("not a pblczero.Net protobuf ({e})"),

@@ -9,6 +9,7 @@
 //! plies in Lc0 but units of 20 plies in cfzero. Each is folded into the weights.
 
 pub mod bindings;
+pub mod bounds;
 pub mod format;
 pub mod layer;
 pub mod proto;
