@@ -3,6 +3,8 @@
 mod commands;
 mod config;
 mod error;
+#[cfg(test)]
+mod fuzz_tests;
 mod malloc;
 mod plot;
 mod run;
