@@ -60,6 +60,17 @@ pub enum RecordError {
         /// What is wrong.
         reason: String,
     },
+    /// The file decodes, but a game in it cannot be replayed (a writer's bug or a forged
+    /// file): it is quarantined.
+    #[error("{path}: game {game} does not replay ({reason}); the file is quarantined")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Index of the game in the file.
+        game: usize,
+        /// Why it does not replay.
+        reason: crate::replay::ReplayError,
+    },
 }
 
 /// One position of a game, with its training targets.

@@ -27,6 +27,16 @@ pub enum ReplayError {
         /// Number of legal moves.
         legal: usize,
     },
+    /// A trainable position's policy does not have one entry per legal move.
+    #[error("ply {ply}: a policy of {entries} entries for {legal} legal moves")]
+    BadPolicy {
+        /// Ply of the position.
+        ply: usize,
+        /// Entries of the stored policy.
+        entries: usize,
+        /// Number of legal moves.
+        legal: usize,
+    },
 }
 
 /// The state a game record starts from.
@@ -71,6 +81,24 @@ pub fn replay_prefix(
         state.play(mv);
     }
     Ok(state)
+}
+
+/// Checks that `game` can be trained on: it replays (a legal move at every ply) and every
+/// trainable position's policy has one entry per legal move. The replay window checks every
+/// game as it enters, so a record that passes its checksum but not this is never sampled.
+pub fn validate(game: &GameRecord) -> Result<(), ReplayError> {
+    let mut bad_policy = None;
+    replay(game, |ply, _, legal, _| {
+        let policy = game.positions[ply].policy.len();
+        if policy != 0 && policy != legal.len() && bad_policy.is_none() {
+            bad_policy = Some(ReplayError::BadPolicy {
+                ply,
+                entries: policy,
+                legal: legal.len(),
+            });
+        }
+    })?;
+    bad_policy.map_or(Ok(()), Err)
 }
 
 /// The moves of a game, in order.

@@ -190,7 +190,10 @@ impl ReplayWindow {
 
     /// Reads record files under `dir` (recursively, in name order) that this window has
     /// not read yet; unreadable or corrupt files are skipped and returned, never trained on.
-    /// Returns the number of games added.
+    /// Every game is checked as it enters ([`crate::replay::validate`]): a file with a game
+    /// that passes its checksum but does not replay is quarantined, renamed to
+    /// `NAME.cfzg.quarantined` (kept for inspection, never read again, also after a resume)
+    /// and returned with the skipped files. Returns the number of games added.
     pub fn load_new_files(&mut self, dir: &Path) -> std::io::Result<(usize, Vec<SkippedFile>)> {
         let mut files = Vec::new();
         collect_record_files(dir, &mut files)?;
@@ -201,13 +204,21 @@ impl ReplayWindow {
             if self.loaded_files.contains(&path) {
                 continue;
             }
-            match read_records(&path) {
+            match read_records(&path).and_then(|games| validate_all(&path, games)) {
                 Ok(games) => {
                     added += games.len();
                     for g in games {
                         self.add(Arc::new(g));
                     }
                     self.loaded_files.insert(path);
+                }
+                Err(error @ RecordError::Invalid { .. }) => {
+                    let mut quarantined = path.clone().into_os_string();
+                    quarantined.push(".quarantined");
+                    // Failing to rename only means it is skipped again after a resume.
+                    let _ = std::fs::rename(&path, &quarantined);
+                    self.loaded_files.insert(path.clone());
+                    skipped.push(SkippedFile { path, error });
                 }
                 Err(error) => {
                     self.loaded_files.insert(path.clone());
@@ -248,6 +259,19 @@ impl ReplayWindow {
     pub fn sample(&self, rng: &mut impl Rng) -> Option<(Arc<GameRecord>, usize)> {
         self.train.sample(rng)
     }
+}
+
+/// `games` if every one of them replays ([`crate::replay::validate`]), else the first
+/// failure as [`RecordError::Invalid`].
+fn validate_all(path: &Path, games: Vec<GameRecord>) -> Result<Vec<GameRecord>, RecordError> {
+    for (game, record) in games.iter().enumerate() {
+        crate::replay::validate(record).map_err(|reason| RecordError::Invalid {
+            path: path.to_path_buf(),
+            game,
+            reason,
+        })?;
+    }
+    Ok(games)
 }
 
 /// Appends the record files under `dir` (recursively; a missing `dir` has none) to `out`,

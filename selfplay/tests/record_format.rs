@@ -26,7 +26,27 @@ fn position(played: u8, legal: usize, trainable: bool, q: f32) -> PositionRecord
     }
 }
 
+/// Legal moves after playing the moves at `played` (indices into each position's legal
+/// moves) from `fen` (the start without one).
+fn legal_after(fen: Option<&str>, played: &[u8]) -> usize {
+    use cfzero_mcts::Game;
+    use cfzero_mcts::chess::{ChessState, HistoryFill};
+    let mut state = fen.map_or_else(ChessState::new, |f| {
+        ChessState::from_fen(f, HistoryFill::No).unwrap()
+    });
+    let mut legal = Vec::new();
+    for &i in played {
+        state.legal_moves(&mut legal);
+        state.play(legal[usize::from(i)]);
+    }
+    state.legal_moves(&mut legal);
+    legal.len()
+}
+
+/// Two games that replay: their moves are legal and each trainable policy has one entry per
+/// legal move.
 fn sample_games() -> Vec<GameRecord> {
+    let queen = "8/8/8/4k3/8/8/4K3/4Q3 w - - 0 1";
     vec![
         GameRecord {
             start_fen: None,
@@ -34,17 +54,17 @@ fn sample_games() -> Vec<GameRecord> {
             termination: Termination::Checkmate,
             generation: 7,
             positions: vec![
-                position(3, 20, true, 0.1),
-                position(0, 20, false, -0.3),
-                position(19, 30, true, 1.0),
+                position(3, legal_after(None, &[]), true, 0.1),
+                position(0, legal_after(None, &[3]), false, -0.3),
+                position(19, legal_after(None, &[3, 0]), true, 1.0),
             ],
         },
         GameRecord {
-            start_fen: Some("8/8/8/4k3/8/8/4K3/4Q3 w - - 0 1".into()),
+            start_fen: Some(queen.into()),
             result: GameResult::Draw,
             termination: Termination::MaxPlies,
             generation: 0,
-            positions: vec![position(1, 5, true, -1.0)],
+            positions: vec![position(1, legal_after(Some(queen), &[]), true, -1.0)],
         },
     ]
 }
@@ -238,4 +258,62 @@ fn version_1_records_of_older_runs_still_read() {
     future[4] = 9;
     let err = decode_records(&future, Path::new("new.cfzg")).unwrap_err();
     assert!(err.to_string().contains("version 9"), "{err}");
+}
+
+#[test]
+fn a_record_that_does_not_replay_is_quarantined_as_it_enters_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let games = sample_games();
+    let good = dir.path().join("g00000.cfzg");
+    write_records(&good, &games).unwrap();
+    // A checksum-valid file whose second game plays a move index past the legal moves.
+    let mut bad_games = games.clone();
+    bad_games[1].positions[0].played = 250;
+    let bad = dir.path().join("g00001.cfzg");
+    write_records(&bad, &bad_games).unwrap();
+    // And one whose policy has the wrong number of entries.
+    let mut short_policy = games.clone();
+    let p = short_policy[0]
+        .positions
+        .iter_mut()
+        .find(|p| p.is_trainable())
+        .unwrap();
+    p.policy.pop();
+    let short = dir.path().join("g00002.cfzg");
+    write_records(&short, &short_policy).unwrap();
+
+    let mut window = ReplayWindow::new(WindowConfig {
+        min_positions: 100_000,
+        max_positions: 100_000,
+        alpha: 0.75,
+        beta: 0.4,
+        validation_share: 0.0,
+        validation_positions: 0,
+    });
+    let (added, skipped) = window.load_new_files(dir.path()).unwrap();
+    assert_eq!(added, games.len(), "only the good file's games");
+    assert_eq!(skipped.len(), 2);
+    let text = skipped[0].error.to_string();
+    assert!(
+        text.contains("g00001.cfzg") && text.contains("game 1 does not replay"),
+        "{text}"
+    );
+    assert!(
+        skipped[1].error.to_string().contains("policy"),
+        "{}",
+        skipped[1].error
+    );
+    // Renamed out of the way: kept, but never read again (nor after a resume).
+    assert!(!bad.exists() && !short.exists());
+    assert!(dir.path().join("g00001.cfzg.quarantined").exists());
+    let mut fresh = ReplayWindow::new(WindowConfig {
+        min_positions: 100_000,
+        max_positions: 100_000,
+        alpha: 0.75,
+        beta: 0.4,
+        validation_share: 0.0,
+        validation_positions: 0,
+    });
+    let (added, skipped) = fresh.load_new_files(dir.path()).unwrap();
+    assert_eq!((added, skipped.len()), (games.len(), 0));
 }

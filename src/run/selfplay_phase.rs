@@ -388,7 +388,12 @@ pub fn write_pgn(games_dir: &Path, pgn: &Path, generation: u32) -> Result<()> {
                 white: &player,
                 black: &player,
             };
-            out.push_str(&game_to_pgn(&g, &tags).with_context(|| format!("{}", f.display()))?);
+            // A game that does not replay is left out of the PGN (the window quarantines
+            // its file), not a reason to stop the run.
+            match game_to_pgn(&g, &tags) {
+                Ok(text) => out.push_str(&text),
+                Err(e) => eprintln!("warning: {}: a game left out of the PGN: {e}", f.display()),
+            }
         }
     }
     write_file_atomically(pgn, out.as_bytes()).with_context(|| format!("writing {}", pgn.display()))

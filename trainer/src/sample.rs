@@ -98,9 +98,9 @@ pub fn fill_position(
     let record = &game.positions[ply];
     state.legal_moves(&mut scratch.legal);
     if record.policy.len() != scratch.legal.len() {
-        return Err(ReplayError::BadMove {
+        return Err(ReplayError::BadPolicy {
             ply,
-            index: record.policy.len(),
+            entries: record.policy.len(),
             legal: scratch.legal.len(),
         });
     }
