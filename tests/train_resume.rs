@@ -53,7 +53,7 @@ fn check_every_file(run: &Path, killed: u32, train_config: &TrainConfig) {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let kind = if is_temporary(&path) {
             assert!(
-                name.ends_with(&format!(".tmp{killed}")),
+                name.contains(&format!(".tmp{killed}-")),
                 "{rel}: a temporary file"
             );
             "leftover temporary file"
@@ -220,7 +220,15 @@ fn resume_after_sigkill_loses_nothing() {
         .collect();
     assert_eq!(
         state,
-        ["trainer-gen-0003.optim", "trainer-gen-0003.safetensors"]
+        [
+            "trainer-gen-0003.optim",
+            "trainer-gen-0003.safetensors",
+            "trainer-gen-0003.swa.safetensors"
+        ]
+    );
+    assert!(
+        learner.swa_count() > 0,
+        "the SWA average is part of the state"
     );
     let resumed: Vec<PathBuf> = files_under(&run.join("tb"))
         .into_iter()

@@ -68,24 +68,92 @@ fn mismatch(path: &Path, msg: impl ToString) -> CheckpointError {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, synced, then renamed
-/// over `path`, so readers see the whole file or none of it. The temporary file's name
-/// ends in `.tmp<pid>`, which no reader of the project's files picks up.
+/// Writes `bytes` to `path` atomically and durably: a temporary file beside it, created
+/// exclusively (never another writer's), written and synced, renamed over `path`, and the
+/// directory synced, so that after a power cut readers see the whole new file or the whole
+/// old one. The temporary file is `NAME.tmp<pid>-<random>` (the random part keeps writers of
+/// different machines apart, which may share a pid); no reader of the project's files picks it
+/// up, and [`remove_stale_temporaries`] deletes those a killed writer left.
 pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
+    tmp.push(format!(
+        ".tmp{}-{:016x}",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
     let tmp = PathBuf::from(tmp);
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, path)?;
+        sync_parent(path)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Syncs the directory holding `path`, so that a rename into it survives a power cut.
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    // Directories can be opened and synced on Unix; elsewhere the rename is what there is.
+    if cfg!(unix) {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Whether `path` names a temporary file of [`write_file_atomically`] (`NAME.tmp<pid>` or
+/// `NAME.tmp<pid>-<hex>`).
+pub fn is_temporary(path: &Path) -> bool {
+    let Some((_, tail)) = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.rsplit_once(".tmp"))
+    else {
+        return false;
+    };
+    let (pid, random) = tail.split_once('-').unwrap_or((tail, ""));
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && random.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Deletes the temporary files of atomic writes under `dir` (recursively) that were last
+/// modified at least `min_age` ago: what a killed writer left behind. Younger ones may belong
+/// to a writer still at work (another worker on a shared directory) and stay. Returns how
+/// many were removed; unreadable entries are skipped.
+pub fn remove_stale_temporaries(dir: &Path, min_age: std::time::Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = entry.metadata() else { continue };
+        if meta.is_dir() {
+            removed += remove_stale_temporaries(&path, min_age);
+        } else if is_temporary(&path)
+            && meta
+                .modified()
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age >= min_age)
+            && std::fs::remove_file(&path).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// [`write_file_atomically`] with the error as a [`CheckpointError`].
@@ -252,12 +320,28 @@ fn sorted_vars(net: &Net) -> Vec<(String, Tensor)> {
 
 /// Saves `net` (weights and config) to `path` atomically.
 pub fn save_net(net: &Net, path: &Path) -> Result<(), CheckpointError> {
-    let metadata = HashMap::from([
+    save_net_with(net, path, &[])
+}
+
+/// Saves `net` with extra metadata entries (`cfzero.` keys of the caller's, e.g. the
+/// training step at which it was published).
+pub fn save_net_with(
+    net: &Net,
+    path: &Path,
+    extra: &[(&str, String)],
+) -> Result<(), CheckpointError> {
+    let mut metadata = HashMap::from([
         (FORMAT_KEY.to_owned(), NET_FORMAT.to_owned()),
         (CONFIG_KEY.to_owned(), net.config.to_json()),
     ]);
+    metadata.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
     let bytes = serialize(path, &sorted_vars(net), metadata)?;
     write_atomic(path, &bytes)
+}
+
+/// The metadata entry `key` of the net file at `path` (`None` if it has none).
+pub fn read_net_metadata(path: &Path, key: &str) -> Result<Option<String>, CheckpointError> {
+    Ok(read(path, NET_FORMAT)?.metadata.get(key).cloned())
 }
 
 /// Reads only the network config stored in a net file.

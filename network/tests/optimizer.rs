@@ -95,3 +95,31 @@ fn swa_averages_snapshots_with_a_capped_count() {
     assert!((gain.double_value(&[0]) - 7.0 / 3.0).abs() < 1e-6);
     assert_eq!(swa.count(), 2);
 }
+
+#[test]
+fn a_restored_swa_average_goes_on_as_the_original() {
+    let cfg = preset("micro");
+    let mut net = Net::new(&cfg, Device::Cpu).unwrap();
+    let gain = net.model.layers[0].norm1.gain.shallow_clone();
+    let set = |v: f64| tch::no_grad(|| gain.shallow_clone().fill_(v));
+    let mut original = Swa::new(8);
+    for v in [1.0, 2.0, 4.0] {
+        let _ = set(v);
+        original.update(&net.vs);
+    }
+    // What a trainer state keeps: the average as a net, and the count.
+    let mut saved = Net::new(&cfg, Device::Cpu).unwrap();
+    original.copy_into(&mut saved.vs);
+    let mut restored = Swa::new(8);
+    restored.restore(&saved.vs, original.count());
+    assert_eq!(restored.count(), 3);
+    for swa in [&mut original, &mut restored] {
+        let _ = set(8.0);
+        swa.update(&net.vs);
+    }
+    // (1 + 2 + 4 + 8) / 4 either way.
+    for swa in [&original, &restored] {
+        swa.copy_into(&mut net.vs);
+        assert!((gain.double_value(&[0]) - 15.0 / 4.0).abs() < 1e-6);
+    }
+}

@@ -188,7 +188,8 @@ impl ReplayWindow {
         self.train.push(game, n, limit);
     }
 
-    /// Reads record files under `dir` (recursively, in name order) that this window has
+    /// Reads record files under `dir` (recursively, in name order with numbers compared by
+    /// value, [`natural_cmp`]) that this window has
     /// not read yet; unreadable or corrupt files are skipped and returned, never trained on.
     /// Every game is checked as it enters ([`crate::replay::validate`]): a file with a game
     /// that passes its checksum but does not replay is quarantined, renamed to
@@ -197,7 +198,8 @@ impl ReplayWindow {
     pub fn load_new_files(&mut self, dir: &Path) -> std::io::Result<(usize, Vec<SkippedFile>)> {
         let mut files = Vec::new();
         collect_record_files(dir, &mut files)?;
-        files.sort();
+        // Numbers by value: gen-10000 comes after gen-9999, g100000 after g99999.
+        files.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
         let mut added = 0;
         let mut skipped = Vec::new();
         for path in files {
@@ -291,4 +293,63 @@ pub fn collect_record_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Resu
         }
     }
     Ok(())
+}
+
+/// Compares two names with their runs of digits compared as numbers (`gen-9999` before
+/// `gen-10000`), the rest byte by byte: the order in which generations and games were written,
+/// which a plain text sort breaks once a number outgrows its zero padding.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i].is_ascii_digit() && b[j].is_ascii_digit() {
+            let run = |s: &[u8], k: usize| {
+                let end = k + s[k..].iter().take_while(|c| c.is_ascii_digit()).count();
+                let start = k + s[k..end].iter().take_while(|&&c| c == b'0').count();
+                (start, end)
+            };
+            let ((sa, ea), (sb, eb)) = (run(a, i), run(b, j));
+            // Without leading zeros, a longer run is a larger number.
+            let order = (ea - sa)
+                .cmp(&(eb - sb))
+                .then_with(|| a[sa..ea].cmp(&b[sb..eb]));
+            if order != Ordering::Equal {
+                return order;
+            }
+            (i, j) = (ea, eb);
+        } else {
+            if a[i] != b[j] {
+                return a[i].cmp(&b[j]);
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    (a.len() - i).cmp(&(b.len() - j))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::natural_cmp;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert_eq!(
+            natural_cmp("gen-9999/g00001.cfzg", "gen-10000/g00000.cfzg"),
+            Ordering::Less
+        );
+        assert_eq!(
+            natural_cmp("w-g99999.cfzg", "w-g100000.cfzg"),
+            Ordering::Less
+        );
+        assert_eq!(natural_cmp("gen-0003", "gen-0003"), Ordering::Equal);
+        assert_eq!(natural_cmp("gen-0003/a", "gen-0003/b"), Ordering::Less);
+        assert_eq!(natural_cmp("gen-0010", "gen-0009"), Ordering::Greater);
+        assert_eq!(natural_cmp("a", "a1"), Ordering::Less);
+        let mut names = vec!["gen-10000", "gen-0002", "gen-9999", "gen-0010"];
+        names.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(names, ["gen-0002", "gen-0010", "gen-9999", "gen-10000"]);
+    }
 }

@@ -5,7 +5,8 @@
 //! runs/NAME/nets/gen-0003.safetensors published nets (config in the metadata)
 //! runs/NAME/games/gen-0003/*.cfzg    game records played by net gen-0002
 //! runs/NAME/pgn/gen-0003.pgn         the same games as PGN
-//! runs/NAME/state/trainer-gen-0003.* trainer state after generation 3 (weights, optimizer)
+//! runs/NAME/state/trainer-gen-0003.* trainer state after generation 3 (weights, optimizer,
+//!                                    SWA average)
 //! runs/NAME/tb/                      TensorBoard event files
 //! runs/NAME/log.tsv                  one line per generation
 //! ```
@@ -116,6 +117,7 @@ impl RunDir {
         for g in 0..keep_from {
             let (w, o) = self.trainer_state(g);
             let _ = std::fs::remove_file(w.with_extension("json"));
+            let _ = std::fs::remove_file(cfzero_trainer::learner::swa_path(&w));
             let _ = std::fs::remove_file(w);
             let _ = std::fs::remove_file(o);
         }

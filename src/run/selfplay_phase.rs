@@ -13,6 +13,7 @@ use cfzero_network::{InferenceHandle, InferenceServer, Net};
 use cfzero_selfplay::openings::read_book;
 use cfzero_selfplay::pgn::{PgnTags, game_to_pgn};
 use cfzero_selfplay::record::{RECORD_EXTENSION, read_records, write_records};
+use cfzero_selfplay::window::natural_cmp;
 use cfzero_selfplay::{ActorId, ActorStats, FinishedGame, GameResult, MoveCount, play_games};
 use crossbeam_channel::RecvTimeoutError;
 
@@ -372,7 +373,7 @@ pub fn write_pgn(games_dir: &Path, pgn: &Path, generation: u32) -> Result<()> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == RECORD_EXTENSION))
         .collect();
-    files.sort();
+    files.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
     let mut out = String::new();
     let player = format!("cfzero gen-{:04}", generation.saturating_sub(1));
     let mut round = 0;

@@ -9,10 +9,14 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cfzero_network::checkpoint::{CheckpointError, load_net, save_net, write_file_atomically};
+use cfzero_network::checkpoint::{
+    CheckpointError, load_net, read_net_config, read_net_metadata, remove_stale_temporaries,
+    save_net, write_file_atomically,
+};
 use cfzero_network::{Net, parse_device};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::ReplayWindow;
+use cfzero_trainer::learner::STEP_KEY;
 use cfzero_trainer::{EventWriter, Learner};
 use clap::Args;
 use rand::SeedableRng;
@@ -103,6 +107,11 @@ impl Session {
         let device = parse_device(&args.device).map_err(user_error)?;
         let dir = RunDir::new(&args.run);
         freeze_config(&dir, &config, args)?;
+        // Temporary files a killed run left; a young one may be another worker's write.
+        let stale = remove_stale_temporaries(dir.root(), STALE_TEMPORARY);
+        if stale > 0 {
+            eprintln!("note: removed {stale} temporary file(s) left by an interrupted run");
+        }
         let eval_openings = match &config.run.eval_openings {
             Some(p) => {
                 let mut all = read_openings(p).map_err(user_error)?;
@@ -153,9 +162,21 @@ impl Session {
                 Err(e) => return Err(e).context("loading the trainer state"),
             }
         } else if generation > 0 {
-            eprintln!(
-                "note: no trainer state for generation {generation}; training continues from the published net with a fresh optimizer"
-            );
+            // The published net says at which step it was published: the learning-rate
+            // schedule goes on from there instead of warming up again.
+            let step = read_net_metadata(&dir.net(generation), STEP_KEY)?
+                .and_then(|s| s.parse::<u64>().ok());
+            match step {
+                Some(step) => {
+                    learner.set_steps(step);
+                    eprintln!(
+                        "note: no trainer state for generation {generation}; training continues from the published net with a fresh optimizer at step {step} (the learning-rate schedule goes on)"
+                    );
+                }
+                None => eprintln!(
+                    "note: no trainer state for generation {generation}, and its net does not record its step; training continues from the published net with a fresh optimizer and the learning-rate schedule starts over"
+                ),
+            }
         }
         let window = Arc::new(RwLock::new(ReplayWindow::new(config.window.clone())));
         let tb = EventWriter::create(&dir.tensorboard())?;
@@ -383,6 +404,17 @@ fn freeze_config(dir: &RunDir, config: &Config, args: &RunArgs) -> Result<()> {
                 frozen.display()
             );
         }
+        // --force may change anything but the net's shape: refuse before the frozen config
+        // is replaced, so that a refused resume leaves the run as it was.
+        if let Some(&g) = dir.published()?.last() {
+            let shape = read_net_config(&dir.net(g))?;
+            if shape != config.network {
+                user_bail!(
+                    "the run's nets do not have the shape of [network] in {}",
+                    args.config.display()
+                );
+            }
+        }
     }
     dir.create()?;
     if !frozen.exists() || args.force {
@@ -391,6 +423,10 @@ fn freeze_config(dir: &RunDir, config: &Config, args: &RunArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// Age from which a temporary file of an atomic write counts as left behind: writes take
+/// seconds, even of a large net over a network filesystem.
+const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// A flag that the first Ctrl-C sets (finish cleanly); a second Ctrl-C exits at once.
 pub fn stop_on_ctrl_c() -> Arc<AtomicBool> {

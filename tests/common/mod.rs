@@ -122,12 +122,9 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Whether `path` is the temporary file of an atomic write (`NAME.tmpPID`).
+/// Whether `path` is the temporary file of an atomic write (`NAME.tmp<pid>-<random>`).
 pub fn is_temporary(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.rsplit_once(".tmp"))
-        .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+    cfzero_network::checkpoint::is_temporary(path)
 }
 
 /// The record files of one generation's game directory, sorted.

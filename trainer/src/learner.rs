@@ -4,7 +4,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use cfzero_network::checkpoint::{
-    CheckpointError, load_optimizer, load_weights_into, save_net, save_optimizer,
+    CheckpointError, load_net, load_optimizer, load_weights_into, save_net, save_net_with,
+    save_optimizer,
 };
 use cfzero_network::encoding::{PLANES, POLICY_SIZE, TOKEN_FLOATS};
 use cfzero_network::mask::mask_illegal;
@@ -15,6 +16,15 @@ use tch::{Kind, Tensor};
 
 use crate::config::TrainConfig;
 use crate::sample::HostBatch;
+
+/// Metadata key of a published net: the training step at which it was published.
+pub const STEP_KEY: &str = "cfzero.trainer_step";
+
+/// Where [`Learner::save_state`] keeps the SWA average: beside the trainer weights,
+/// `NAME.swa.safetensors`.
+pub fn swa_path(weights: &Path) -> std::path::PathBuf {
+    weights.with_extension("swa.safetensors")
+}
 
 /// What one training step measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,35 +158,77 @@ impl Learner {
         }
     }
 
-    /// Writes the net to publish (the SWA average when there is one, else the current
-    /// weights) to `path`, atomically.
-    pub fn publish(&self, path: &Path) -> Result<(), CheckpointError> {
+    /// The SWA average as a net, if it has a snapshot.
+    fn swa_net(&self, path: &Path) -> Result<Option<Net>, CheckpointError> {
         match &self.swa {
             Some(swa) if swa.count() > 0 => {
-                let mut published = Net::new(&self.net.config, self.net.device()).map_err(|e| {
+                let mut net = Net::new(&self.net.config, self.net.device()).map_err(|e| {
                     CheckpointError::Mismatch {
                         path: path.to_path_buf(),
                         msg: e.to_string(),
                     }
                 })?;
-                swa.copy_into(&mut published.vs);
-                save_net(&published, path)
+                swa.copy_into(&mut net.vs);
+                Ok(Some(net))
             }
-            _ => save_net(&self.net, path),
+            _ => Ok(None),
         }
     }
 
-    /// Saves the raw weights and the optimizer state (moments, step) for an exact resume.
-    pub fn save_state(&self, weights: &Path, optimizer: &Path) -> Result<(), CheckpointError> {
-        save_net(&self.net, weights)?;
-        save_optimizer(&self.opt, "{}", optimizer)
+    /// Writes the net to publish (the SWA average when there is one, else the current
+    /// weights) to `path`, atomically, with the training step in its metadata
+    /// ([`STEP_KEY`]), from which a run that lost its trainer state continues its schedule.
+    pub fn publish(&self, path: &Path) -> Result<(), CheckpointError> {
+        let step = [(STEP_KEY, self.opt.step.to_string())];
+        match self.swa_net(path)? {
+            Some(average) => save_net_with(&average, path, &step),
+            None => save_net_with(&self.net, path, &step),
+        }
     }
 
-    /// Restores what [`Learner::save_state`] wrote. The SWA average restarts from here.
+    /// Saves the raw weights, the optimizer state (moments, step) and the SWA average
+    /// (beside the weights, [`swa_path`]) for an exact resume.
+    pub fn save_state(&self, weights: &Path, optimizer: &Path) -> Result<(), CheckpointError> {
+        save_net(&self.net, weights)?;
+        let swa_path = swa_path(weights);
+        let swa_n = match self.swa_net(&swa_path)? {
+            Some(average) => {
+                save_net(&average, &swa_path)?;
+                self.swa.as_ref().map_or(0, Swa::count)
+            }
+            None => 0,
+        };
+        save_optimizer(&self.opt, &format!("{{\"swa_n\":{swa_n}}}"), optimizer)
+    }
+
+    /// Restores what [`Learner::save_state`] wrote, the SWA average included (a state
+    /// written before it was saved restarts the average).
     pub fn load_state(&mut self, weights: &Path, optimizer: &Path) -> Result<(), CheckpointError> {
         load_weights_into(&mut self.net, weights)?;
-        load_optimizer(&mut self.opt, optimizer)?;
+        let extra = load_optimizer(&mut self.opt, optimizer)?;
+        let swa_n = serde_json::from_str::<serde_json::Value>(&extra)
+            .ok()
+            .and_then(|v| v["swa_n"].as_u64())
+            .unwrap_or(0);
+        let swa_path = swa_path(weights);
+        if let Some(swa) = &mut self.swa
+            && swa_n > 0
+        {
+            let average = load_net(&swa_path, self.net.device())?;
+            swa.restore(&average.vs, swa_n);
+        }
         Ok(())
+    }
+
+    /// Continues the step counter (and with it the learning-rate schedule) at `step`, for a
+    /// run whose optimizer state is lost.
+    pub fn set_steps(&mut self, step: u64) {
+        self.opt.step = step;
+    }
+
+    /// Snapshots in the SWA average (0 without SWA).
+    pub fn swa_count(&self) -> u64 {
+        self.swa.as_ref().map_or(0, Swa::count)
     }
 }
 

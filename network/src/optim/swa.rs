@@ -50,6 +50,21 @@ impl Swa {
         });
     }
 
+    /// Restarts the average from the variables of `vs` (a saved average) as `n` snapshots
+    /// (capped at the cap), so that a resumed run goes on averaging where it stopped.
+    pub fn restore(&mut self, vs: &nn::VarStore, n: u64) {
+        let mut vars: Vec<(String, Tensor)> = vs.variables().into_iter().collect();
+        vars.sort_by(|a, b| a.0.cmp(&b.0));
+        tch::no_grad(|| {
+            self.names = vars.iter().map(|(n, _)| n.clone()).collect();
+            self.average = vars
+                .iter()
+                .map(|(_, t)| t.to_kind(Kind::Float).copy().detach())
+                .collect();
+        });
+        self.n = n.min(self.max_n);
+    }
+
     /// Copies the average into `target` (a var store of the same net), e.g. before publishing.
     /// Does nothing if no snapshot was added yet.
     pub fn copy_into(&self, target: &mut nn::VarStore) {

@@ -1,0 +1,88 @@
+//! Files and resume (issue 16, class 7): a lost trainer state does not restart the
+//! learning-rate schedule, the SWA average is part of the trainer state, `--force` refuses
+//! another net shape before it touches the frozen config, and temporary files that a killed
+//! run left are removed while young ones (another writer's) stay.
+
+mod common;
+
+use std::time::{Duration, SystemTime};
+
+use cfzero_network::checkpoint::read_net_metadata;
+use common::*;
+
+#[test]
+fn a_resume_keeps_the_schedule_the_swa_average_and_the_frozen_config() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let micro = micro_config();
+    train_run(&micro, &run, 1, &[]);
+
+    // The published net records its step; the trainer state holds the SWA average.
+    let net1 = run.join("nets/gen-0001.safetensors");
+    let step = read_net_metadata(&net1, "cfzero.trainer_step").unwrap();
+    assert_eq!(
+        step.as_deref(),
+        Some("4"),
+        "micro trains 4 steps a generation"
+    );
+    let swa = run.join("state/trainer-gen-0001.swa.safetensors");
+    assert!(swa.exists(), "SWA every 2 steps: an average after 4");
+
+    // --force with another net shape is refused, and the frozen config stays as it was.
+    let frozen = std::fs::read(run.join("config.toml")).unwrap();
+    let wider = micro_with(
+        &tmp.path().join("wider.toml"),
+        &[("d_model = 16", "d_model = 32")],
+    );
+    let out = cfzero(&[
+        "train",
+        "--device",
+        "cpu",
+        "--config",
+        wider.to_str().unwrap(),
+        "--run",
+        run.to_str().unwrap(),
+        "--resume",
+        "--force",
+        "--generations",
+        "2",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("shape of [network]"), "{err}");
+    assert_eq!(std::fs::read(run.join("config.toml")).unwrap(), frozen);
+
+    // Temporary files: one a killed writer left an hour ago, one being written right now.
+    let old = run.join("nets/gen-0002.safetensors.tmp4242-00000000deadbeef");
+    let young = run.join("games/gen-0001/g00099.cfzg.tmp4343-0000000000c0ffee");
+    std::fs::write(&old, b"half a net").unwrap();
+    std::fs::write(&young, b"half a game").unwrap();
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+
+    // The trainer state is lost: the resume goes on at step 4 instead of warming up again.
+    std::fs::remove_dir_all(run.join("state")).unwrap();
+    std::fs::create_dir(run.join("state")).unwrap();
+    let out = train_run(&micro, &run, 2, &["--resume"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("fresh optimizer at step 4 (the learning-rate schedule goes on)"),
+        "{err}"
+    );
+    assert!(err.contains("removed 1 temporary file"), "{err}");
+    assert!(!old.exists());
+    assert!(
+        young.exists(),
+        "a young temporary file may be another writer's"
+    );
+    let net2 = run.join("nets/gen-0002.safetensors");
+    let step = read_net_metadata(&net2, "cfzero.trainer_step").unwrap();
+    assert_eq!(step.as_deref(), Some("8"));
+}
