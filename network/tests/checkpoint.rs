@@ -190,6 +190,24 @@ fn atomic_writes_leave_no_temporary_and_stale_ones_are_removed() {
         remove_stale_temporaries(dir.path(), std::time::Duration::ZERO),
         1
     );
+    // One left on this machine by a process that is gone goes at once, however young; a
+    // live writer's (this process's) stays.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let tag = cfzero_network::checkpoint::host_tag();
+    let orphan = sub.join(format!("g00001.cfzg.tmp{dead}-{tag:08x}0000abcd"));
+    let live = sub.join(format!(
+        "g00002.cfzg.tmp{}-{tag:08x}0000abcd",
+        std::process::id()
+    ));
+    std::fs::write(&orphan, b"torn").unwrap();
+    std::fs::write(&live, b"in progress").unwrap();
+    assert_eq!(
+        remove_stale_temporaries(dir.path(), std::time::Duration::from_secs(3600)),
+        1
+    );
+    assert!(!orphan.exists() && live.exists());
     assert!(sub.join("g00000.cfzg").exists());
     assert!(path.exists());
 }

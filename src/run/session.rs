@@ -107,7 +107,8 @@ impl Session {
         let device = parse_device(&args.device).map_err(user_error)?;
         let dir = RunDir::new(&args.run);
         freeze_config(&dir, &config, args)?;
-        // Temporary files a killed run left; a young one may be another worker's write.
+        // Temporary files a killed run left (a young one of another machine may be another
+        // worker's write in progress).
         let stale = remove_stale_temporaries(dir.root(), STALE_TEMPORARY);
         if stale > 0 {
             eprintln!("note: removed {stale} temporary file(s) left by an interrupted run");

@@ -1,0 +1,77 @@
+//! Soak: `cfzero train` on `micro` for ten minutes (`CFZERO_SOAK_SECONDS` to change), its
+//! resident memory sampled every five seconds. Once warm (the replay window full, the
+//! allocator's pools grown) memory must stay flat: the last third of the run may not grow
+//! more than 10% over the middle third. Too long for CI, so ignored; run it with
+//! `cargo test --release --test soak_rss -- --ignored --nocapture` (prints the curve as CSV).
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Resident set size of process `pid` in MiB.
+fn rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+#[test]
+#[ignore = "ten minutes; run by hand (see the module's doc)"]
+fn memory_stays_flat_over_a_long_run() {
+    let seconds: u64 = std::env::var("CFZERO_SOAK_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let config = micro_config();
+    let mut child = cfzero(&[
+        "train",
+        "--device",
+        "cpu",
+        "--config",
+        config.to_str().unwrap(),
+        "--run",
+        run.to_str().unwrap(),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let start = Instant::now();
+    let mut curve = Vec::new();
+    while start.elapsed() < Duration::from_secs(seconds) {
+        std::thread::sleep(Duration::from_secs(5));
+        assert!(child.try_wait().unwrap().is_none(), "train exited early");
+        if let Some(mib) = rss_mib(child.id()) {
+            curve.push((start.elapsed().as_secs(), mib));
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let generations = std::fs::read_dir(run.join("nets")).unwrap().count();
+    println!("seconds,rss_mib");
+    for (s, m) in &curve {
+        println!("{s},{m:.1}");
+    }
+    let third = curve.len() / 3;
+    let peak = |part: &[(u64, f64)]| part.iter().map(|p| p.1).fold(0.0, f64::max);
+    let (middle, last) = (peak(&curve[third..2 * third]), peak(&curve[2 * third..]));
+    println!(
+        "{generations} nets; RSS at start {:.1} MiB, peak of the middle third {middle:.1}, of the last third {last:.1}",
+        curve[0].1
+    );
+    assert!(
+        last <= middle * 1.10,
+        "memory grew from {middle:.1} to {last:.1} MiB"
+    );
+}
