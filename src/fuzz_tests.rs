@@ -15,8 +15,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::Game;
-use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_selfplay::record::{decode_records, encode_records, quantize_probability};
 use cfzero_selfplay::{GameRecord, GameResult, PositionRecord, Termination};
 use rand::{Rng, SeedableRng};

@@ -8,7 +8,7 @@ mod common;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use common::save_micro_net;
 use common::uci::UciEngine;
 

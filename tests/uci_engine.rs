@@ -7,7 +7,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use common::uci::UciEngine;
 use common::*;
 use shakmaty::Position;

@@ -3,7 +3,7 @@
 
 use std::hint::black_box;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::{Driver, Search, SearchConfig, UniformEvaluator};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::SeedableRng;

@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::time::Instant;
 
+use cfzero_chess::{ChessError, ChessState, HistoryFill};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::chess::{ChessError, ChessState, HistoryFill};
 use crate::config::SearchConfig;
 use crate::driver::Driver;
 use crate::evaluator::Evaluator;

@@ -1,7 +1,8 @@
 //! Built-in evaluators for tests and benchmarks: [`UniformEvaluator`] for any game and
 //! [`MaterialEvaluator`] for chess.
 
-use crate::chess::ChessState;
+use cfzero_chess::ChessState;
+
 use crate::evaluator::{EvalError, Evaluations, Evaluator, LeafBatch};
 use crate::game::Game;
 

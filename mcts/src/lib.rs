@@ -1,11 +1,11 @@
 //! Game-agnostic search for cfzero: the [`Game`] and [`Evaluator`] traits, Gumbel root
 //! search with sequential halving, PUCT, the node arena, proven values ([`solver`]), and
 //! a driver that runs many searches at once and batches their leaves. The chess game
-//! state lives in [`chess`].
+//! state lives in [`cfzero_chess`]; its [`Game`] impl is here (`chess_game.rs`).
 
 pub mod bench;
 pub mod cache;
-pub mod chess;
+mod chess_game;
 pub mod config;
 pub mod driver;
 pub mod evaluator;

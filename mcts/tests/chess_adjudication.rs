@@ -1,7 +1,7 @@
 //! Adjudication of `ChessState`: a known position for each way a game ends, and the
 //! order in which the rules apply.
 
-use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
+use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
 use cfzero_mcts::{Game, Terminal};
 
 fn after(fen: &str, moves: &str) -> ChessState {
@@ -21,14 +21,14 @@ fn assert_ends(state: &ChessState, reason: Option<TerminalReason>) {
     assert_eq!(state.terminal_reason(), reason, "position {}", state.fen());
     let mut legal = Vec::new();
     state.legal_moves(&mut legal);
-    assert_eq!(state.terminal(&legal), reason.map(TerminalReason::result));
+    assert_eq!(state.terminal(&legal), reason.map(Terminal::from));
 }
 
 #[test]
 fn fools_mate_is_checkmate_and_a_loss_for_white() {
     let state = start_after("f2f3 e7e5 g2g4 d8h4");
     assert_ends(&state, Some(TerminalReason::Checkmate));
-    assert_eq!(TerminalReason::Checkmate.result(), Terminal::Loss);
+    assert_eq!(Terminal::from(TerminalReason::Checkmate), Terminal::Loss);
 }
 
 #[test]
@@ -107,7 +107,7 @@ fn reaching_max_plies_is_a_draw() {
     state.play_uci("b8c6").unwrap();
     assert_eq!(state.ply(), 4);
     assert_eq!(state.terminal_reason(), Some(TerminalReason::MaxPlies));
-    assert_eq!(TerminalReason::MaxPlies.result(), Terminal::Draw);
+    assert_eq!(Terminal::from(TerminalReason::MaxPlies), Terminal::Draw);
     // The search sees no end: the cap adjudicates the game, the position goes on.
     let mut legal = Vec::new();
     state.legal_moves(&mut legal);

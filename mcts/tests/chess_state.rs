@@ -1,8 +1,8 @@
 //! `ChessState` basics: FEN and move input, castling notation, history steps, copies
 //! and the cache key.
 
+use cfzero_chess::{ChessError, ChessState, HistoryFill};
 use cfzero_mcts::Game;
-use cfzero_mcts::chess::{ChessError, ChessState, HistoryFill};
 use shakmaty::{Board, Color, Move, Position, Square};
 
 #[test]

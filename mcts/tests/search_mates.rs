@@ -1,7 +1,7 @@
 //! Chess with an evaluator that knows nothing (uniform priors, value 0): the search alone
 //! must find short mates. Positions: sunfish's mate suites (see tests/data/README.md).
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::{Proof, Search, SearchConfig, Terminal, UniformEvaluator};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

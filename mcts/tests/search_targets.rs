@@ -2,7 +2,7 @@
 //! than the root's mean, proven moves with their exact values in the completed Q and the
 //! improved policy, and a mate that is always among the considered moves.
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::tictactoe::TicTacToe;
 use cfzero_mcts::tree::{ROOT, Tree};
 use cfzero_mcts::{Search, SearchConfig, Terminal, UniformEvaluator};

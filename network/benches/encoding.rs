@@ -3,7 +3,7 @@
 
 use std::hint::black_box;
 
-use cfzero_mcts::chess::ChessState;
+use cfzero_chess::ChessState;
 use cfzero_network::encoding::{TOKEN_FLOATS, encode_planes, encode_tokens};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 

@@ -4,7 +4,7 @@
 
 mod net_support;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
 use cfzero_network::backend::{Backend, BackendError, MaterialBackend, TchBackend};
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_network::encoding::{
     HALFMOVE_PLANE, HALFMOVE_SCALE, InputPlanes, PLANES, TOKEN_FLOATS, encode_planes, encode_tokens,
 };

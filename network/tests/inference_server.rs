@@ -4,7 +4,7 @@
 
 mod net_support;
 
-use cfzero_mcts::chess::ChessState;
+use cfzero_chess::ChessState;
 use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};
 use net_support::preset;

@@ -7,7 +7,7 @@ mod net_support;
 use std::io::Read;
 use std::path::PathBuf;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_network::Net;
 use cfzero_network::encoding::{TOKEN_FLOATS, encode_tokens, move_index};
 use cfzero_network::lc0::proto::{Layer, Net as NetFile};

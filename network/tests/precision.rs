@@ -4,8 +4,8 @@
 
 mod net_support;
 
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::Game;
-use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_network::Net;
 use cfzero_network::inference::{INPUT_FLOATS, NetInput};
 use cfzero_network::precision::compare_nets;

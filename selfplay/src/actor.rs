@@ -2,8 +2,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::Terminal;
-use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_mcts::search::{SearchError, SearchResult};
 use cfzero_mcts::{Driver, Evaluator, SearchConfig};
 use rand::{Rng, SeedableRng};

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
+use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
 use cfzero_mcts::search::SearchError;
 use cfzero_mcts::{Driver, Evaluator, Game, SearchConfig};
 use rand::Rng;

@@ -6,7 +6,7 @@
 //! opponent's replies, so it happily hangs its queen for a pawn: a net that beats it has
 //! learnt at least to keep its pieces and take the ones offered.
 
-use cfzero_mcts::chess::ChessState;
+use cfzero_chess::ChessState;
 use rand::Rng;
 use shakmaty::{Move, Position, Role};
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
+use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
 use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
+use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Move, Position};
 

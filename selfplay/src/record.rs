@@ -13,7 +13,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use cfzero_network::checkpoint::write_file_atomically;
+use cfzero_fsutil::write_file_atomically;
 
 use crate::result::{GameResult, Termination};
 

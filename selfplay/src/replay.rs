@@ -1,7 +1,7 @@
 //! Replaying a game record: the chess states and moves it stands for.
 
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::Game;
-use cfzero_mcts::chess::{ChessState, HistoryFill};
 use shakmaty::Move;
 
 use crate::record::GameRecord;

@@ -1,6 +1,6 @@
 //! How a game ended: the result and the reason.
 
-use cfzero_mcts::chess::TerminalReason;
+use cfzero_chess::TerminalReason;
 use shakmaty::Color;
 
 /// The result of a finished game.

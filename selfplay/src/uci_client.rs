@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::lines::{MAX_LINE, read_line_bounded};
 
-use cfzero_mcts::chess::ChessState;
+use cfzero_chess::ChessState;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Move};
 

@@ -1,7 +1,7 @@
 //! Match scheduling: pairs of games per opening with colours reversed, legal games with the
 //! right results, early stop, and the statistics units.
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_selfplay::arena::{
     ArenaGame, MatchOptions, MatchScore, RandomPlayer, run_match, score_sample,
 };

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_selfplay::arena::{GameLine, MatchOptions, Player, RandomPlayer, run_match};
 use cfzero_selfplay::greedy::{GreedyPlayer, material_gain};
 use rand::SeedableRng;

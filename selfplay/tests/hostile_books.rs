@@ -2,7 +2,7 @@
 //! game is already over are skipped and reported, never a stop of the whole run; a file
 //! with nothing playable at all is one error.
 
-use cfzero_mcts::chess::TerminalReason;
+use cfzero_chess::TerminalReason;
 use cfzero_selfplay::openings::{BookPlace, OpeningError, read_book, read_openings};
 use cfzero_selfplay::puzzles::{PuzzleError, read_puzzles};
 

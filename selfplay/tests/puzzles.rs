@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use cfzero_mcts::chess::ChessState;
+use cfzero_chess::ChessState;
 use cfzero_selfplay::arena::{ArenaError, GameLine, Player};
 use cfzero_selfplay::puzzles::{
     Puzzle, PuzzleError, PuzzleTally, band, read_puzzles, solve_puzzles,

@@ -29,8 +29,8 @@ fn position(played: u8, legal: usize, trainable: bool, q: f32) -> PositionRecord
 /// Legal moves after playing the moves at `played` (indices into each position's legal
 /// moves) from `fen` (the start without one).
 fn legal_after(fen: Option<&str>, played: &[u8]) -> usize {
+    use cfzero_chess::{ChessState, HistoryFill};
     use cfzero_mcts::Game;
-    use cfzero_mcts::chess::{ChessState, HistoryFill};
     let mut state = fen.map_or_else(ChessState::new, |f| {
         ChessState::from_fen(f, HistoryFill::No).unwrap()
     });

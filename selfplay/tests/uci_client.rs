@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_selfplay::arena::{MatchOptions, RandomPlayer, run_match};
 use cfzero_selfplay::uci_client::{UciClientError, UciEngine, UciLimit, UciPlayer, parse_option};
 use rand::SeedableRng;

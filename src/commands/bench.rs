@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
+use cfzero_chess::ChessState;
 use cfzero_mcts::bench::{
     BenchError, BenchEvaluator, BenchOptions, load_positions, run_mcts_bench,
 };
-use cfzero_mcts::chess::ChessState;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::user_error;

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, bail};
+use cfzero_chess::ChessState;
 use cfzero_mcts::SearchConfig;
-use cfzero_mcts::chess::ChessState;
 use cfzero_network::InferenceHandle;
 use cfzero_selfplay::arena::{
     ArenaError, ArenaGame, GreedyPlayer, MatchOptions, Player, RandomPlayer, SearchPlayer,

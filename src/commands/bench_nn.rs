@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Result;
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::Game;
-use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::flops::{flops_per_evaluation, flops_per_play_evaluation};
 use cfzero_network::inference::NetInput;

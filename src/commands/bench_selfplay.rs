@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::Result;
-use cfzero_mcts::chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::{InferenceHandle, Net, parse_device};

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::Result;
-use cfzero_mcts::chess::{ChessState, HISTORY_STEPS, HistoryFill};
+use cfzero_chess::{ChessState, HISTORY_STEPS, HistoryFill};
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::encoding::{
     HALFMOVE_PLANE, InputPlanes, PLANES, TOKEN_FLOATS, encode_planes, encode_tokens, move_strings,

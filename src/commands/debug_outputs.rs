@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use cfzero_mcts::chess::{ChessState, HistoryFill};
-use cfzero_network::checkpoint::{load_net, write_file_atomically};
+use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_fsutil::write_file_atomically;
+use cfzero_network::checkpoint::load_net;
 use cfzero_network::encoding::{PLANES, TOKEN_FLOATS, encode_tokens};
 use cfzero_network::model::{ModelOutputs, ValueOutputs};
 use cfzero_selfplay::openings::read_openings;

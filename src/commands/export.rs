@@ -108,6 +108,6 @@ fn write_native(net: &Net, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     save_net(net, &dir.join(NATIVE_WEIGHTS))?;
     let config = dir.join(NATIVE_CONFIG);
-    cfzero_network::checkpoint::write_file_atomically(&config, net.config.to_json().as_bytes())
+    cfzero_fsutil::write_file_atomically(&config, net.config.to_json().as_bytes())
         .with_context(|| format!("writing {}", config.display()))
 }

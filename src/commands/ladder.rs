@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use cfzero_network::checkpoint::write_file_atomically;
+use cfzero_fsutil::write_file_atomically;
 use cfzero_network::{Precision, parse_device};
 use cfzero_selfplay::arena::{MatchOptions, MatchScore, SearchPlayer, run_match};
 use cfzero_selfplay::openings::read_openings;

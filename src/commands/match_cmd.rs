@@ -9,8 +9,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::SearchConfig;
-use cfzero_mcts::chess::{ChessState, HistoryFill};
 use cfzero_network::{InferenceHandle, Precision, parse_device};
 use cfzero_selfplay::arena::{
     ArenaGame, GreedyPlayer, MatchOptions, MatchScore, Player, RandomPlayer, SearchPlayer,

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use anyhow::Result;
+use cfzero_chess::ChessState;
 use cfzero_mcts::SearchConfig;
-use cfzero_mcts::chess::ChessState;
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Precision};
 use cfzero_selfplay::arena::ArenaError;

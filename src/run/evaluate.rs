@@ -4,7 +4,7 @@
 use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
-use cfzero_mcts::chess::ChessState;
+use cfzero_chess::ChessState;
 use cfzero_network::{InferenceHandle, InferenceServer, Net};
 use cfzero_selfplay::arena::{
     ArenaError, GreedyPlayer, MatchScore, Player, RandomPlayer, SearchPlayer, StoppablePlayer,

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use cfzero_mcts::chess::ChessState;
-use cfzero_network::checkpoint::write_file_atomically;
+use cfzero_chess::ChessState;
+use cfzero_fsutil::write_file_atomically;
 use cfzero_network::inference::StatsSnapshot;
 use cfzero_network::{InferenceHandle, InferenceServer, Net};
 use cfzero_selfplay::openings::read_book;

@@ -9,9 +9,9 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use cfzero_fsutil::{remove_stale_temporaries, write_file_atomically};
 use cfzero_network::checkpoint::{
-    CheckpointError, load_net, read_net_config, read_net_metadata, remove_stale_temporaries,
-    save_net, write_file_atomically,
+    CheckpointError, load_net, read_net_config, read_net_metadata, save_net,
 };
 use cfzero_network::{Net, parse_device};
 use cfzero_selfplay::openings::read_openings;

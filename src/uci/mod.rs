@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use anyhow::Result;
-use cfzero_mcts::chess::{ChessState, HistoryFill, TerminalReason};
+use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
 use cfzero_mcts::{Driver, SearchConfig, SearchMode};
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::precision::{self, Bf16Support, Precision};

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use cfzero_mcts::chess::ChessState;
+use cfzero_chess::ChessState;
 use cfzero_mcts::tree::{NO_NODE, ROOT, Tree};
 use cfzero_mcts::{Driver, Limits, Search};
 use cfzero_network::InferenceHandle;

@@ -124,7 +124,7 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 /// Whether `path` is the temporary file of an atomic write (`NAME.tmp<pid>-<random>`).
 pub fn is_temporary(path: &Path) -> bool {
-    cfzero_network::checkpoint::is_temporary(path)
+    cfzero_fsutil::is_temporary(path)
 }
 
 /// The record files of one generation's game directory, sorted.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::path::Path;
 
-use cfzero_mcts::chess::ChessState;
+use cfzero_chess::ChessState;
 
 use super::cfzero;
 

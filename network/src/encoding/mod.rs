@@ -2,7 +2,7 @@
 //!
 //! - [`planes`]: the 112 input planes (lc0's `INPUT_CLASSICAL_112_PLANE`).
 //! - [`tokens`]: the same planes as 64 square tokens of 112 features, for the Chessformer.
-//! - [`move_index`]: the 1858-entry policy index and its UCI strings.
+//! - [`move_index`](mod@move_index): the 1858-entry policy index and its UCI strings.
 //! - [`attention`]: where each policy entry sits in the attention head's 4288 logits.
 
 pub mod attention;

@@ -5,7 +5,7 @@
 //! the halfmove clock (109), zeros (110) and ones (111). Boards are seen from the side to
 //! move: for black every board is mirrored vertically.
 
-use cfzero_mcts::chess::{ChessState, HISTORY_STEPS};
+use cfzero_chess::{ChessState, HISTORY_STEPS};
 use shakmaty::{CastlingSide, Color, Role};
 
 use super::{HALFMOVE_PLANE, PLANES};

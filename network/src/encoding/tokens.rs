@@ -1,7 +1,7 @@
 //! The input planes as the Chessformer reads them: 64 square tokens of 112 features,
 //! token-major (`out[sq * 112 + plane]`), with the halfmove clock scaled by 1/99.
 
-use cfzero_mcts::chess::ChessState;
+use cfzero_chess::ChessState;
 
 use super::planes::{InputPlanes, encode_planes};
 use super::{HALFMOVE_PLANE, HALFMOVE_SCALE, PLANES};

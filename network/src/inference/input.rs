@@ -1,7 +1,7 @@
 //! What the inference server needs from a game: its network input and the policy index of a move.
 
+use cfzero_chess::ChessState;
 use cfzero_mcts::Game;
-use cfzero_mcts::chess::ChessState;
 
 use crate::encoding::{encode_tokens, move_index};
 

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
+use cfzero_fsutil::write_file_atomically;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message;
@@ -13,7 +14,6 @@ use super::bindings::{Source, bindings};
 use super::layer::{LayerEncoding, encode};
 use super::proto::{EngineVersion, Format, Net as NetFile, Weights};
 use super::{Lc0Error, format};
-use crate::checkpoint::write_file_atomically;
 use crate::config::{NetworkConfig, Norm, PositionEncoding};
 use crate::model::Net;
 

@@ -1,9 +1,21 @@
-//! [`Game`] for [`ChessState`]: what the search needs from chess.
+//! [`Game`] for [`ChessState`]: what the search needs from chess. It lives here, not in
+//! `cfzero-chess`, so that the chess state does not depend on the search.
 
+use cfzero_chess::{ChessState, TerminalReason};
 use shakmaty::{Move, Position};
 
-use super::ChessState;
 use crate::game::{Game, Terminal};
+
+impl From<TerminalReason> for Terminal {
+    /// The result for the side to move in the final position: checkmate loses, every
+    /// other ending is a draw.
+    fn from(reason: TerminalReason) -> Terminal {
+        match reason {
+            TerminalReason::Checkmate => Terminal::Loss,
+            _ => Terminal::Draw,
+        }
+    }
+}
 
 impl Game for ChessState {
     type Move = Move;
@@ -24,8 +36,8 @@ impl Game for ChessState {
     /// [`ChessState::terminal_reason`] still reports it to whoever plays the game.
     fn terminal(&self, legal: &[Move]) -> Option<Terminal> {
         self.terminal_reason_given(legal.is_empty())
-            .filter(|&r| r != super::TerminalReason::MaxPlies)
-            .map(|r| r.result())
+            .filter(|&r| r != TerminalReason::MaxPlies)
+            .map(Terminal::from)
     }
 
     /// The first checkmating move. Each move is played on a copy of the board (no heap

@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use crate::game::Terminal;
-
 /// Why a chess game ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TerminalReason {
@@ -22,14 +20,6 @@ pub enum TerminalReason {
 }
 
 impl TerminalReason {
-    /// The result for the side to move in the final position.
-    pub fn result(self) -> Terminal {
-        match self {
-            TerminalReason::Checkmate => Terminal::Loss,
-            _ => Terminal::Draw,
-        }
-    }
-
     /// A short human description, e.g. "threefold repetition".
     pub fn describe(self) -> &'static str {
         match self {

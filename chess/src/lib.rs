@@ -6,7 +6,6 @@
 //! set up from a FEN.
 
 mod error;
-mod game_impl;
 mod history;
 mod repetition;
 mod terminal;
@@ -240,9 +239,10 @@ impl ChessState {
         self.terminal_reason_given(no_moves)
     }
 
-    /// Adjudication given whether the side to move has no legal move. Checkmate and
-    /// stalemate come first, so a mate on the 100th quiet ply still wins.
-    pub(crate) fn terminal_reason_given(&self, no_moves: bool) -> Option<TerminalReason> {
+    /// Adjudication given whether the side to move has no legal move, for callers that
+    /// have generated the legal moves already (the search). Checkmate and stalemate come
+    /// first, so a mate on the 100th quiet ply still wins.
+    pub fn terminal_reason_given(&self, no_moves: bool) -> Option<TerminalReason> {
         if no_moves {
             return Some(if self.pos.is_check() {
                 TerminalReason::Checkmate

@@ -1,0 +1,214 @@
+//! Records to batches: `fill_position` writes one slot with the replayed position's
+//! inputs and targets, and `Loader` threads build whole batches from a replay window.
+
+mod support;
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens, move_index};
+use cfzero_selfplay::GameResult;
+use cfzero_selfplay::record::{dequantize_probability, write_records};
+use cfzero_selfplay::replay::replay_prefix;
+use cfzero_selfplay::window::{ReplayWindow, WindowConfig};
+use cfzero_trainer::sample::{SampleScratch, TargetOptions, fill_position};
+use cfzero_trainer::{HostBatch, Loader, QTarget};
+use support::random_game;
+
+fn window_config() -> WindowConfig {
+    WindowConfig {
+        min_positions: 10_000,
+        max_positions: 10_000,
+        alpha: 0.75,
+        beta: 0.4,
+        validation_share: 0.0,
+        validation_positions: 0,
+    }
+}
+
+/// A window of `games` random games, read from record files as a run reads them.
+fn window_of(games: u64) -> Arc<RwLock<ReplayWindow>> {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in 0..games {
+        let path = dir.path().join(format!("g{seed:05}.cfzg"));
+        write_records(&path, &[random_game(seed, 30)]).unwrap();
+    }
+    let mut window = ReplayWindow::new(window_config());
+    let (added, skipped) = window.load_new_files(dir.path()).unwrap();
+    assert_eq!((added, skipped.len()), (games as usize, 0));
+    Arc::new(RwLock::new(window))
+}
+
+fn targets() -> TargetOptions {
+    TargetOptions {
+        q_target: QTarget::Best,
+        q_ratio: 0.25,
+    }
+}
+
+/// Checks the buffer sizes of a batch of `len` and what every slot must hold whatever
+/// position it came from.
+fn assert_well_formed(batch: &HostBatch, len: usize) {
+    assert_eq!(batch.len, len);
+    assert_eq!(batch.inputs.len(), len * TOKEN_FLOATS);
+    assert_eq!(batch.policy.len(), len * POLICY_SIZE);
+    assert_eq!(batch.legal.len(), len * POLICY_SIZE);
+    assert_eq!(batch.wdl.len(), len * 3);
+    for v in [&batch.q, &batch.st, &batch.moves_left] {
+        assert_eq!(v.len(), len);
+    }
+    for slot in 0..len {
+        let inputs = &batch.inputs[slot * TOKEN_FLOATS..(slot + 1) * TOKEN_FLOATS];
+        // Plane 111 is all ones, so a written slot is never all zero.
+        assert!(inputs.iter().sum::<f32>() >= 64.0, "slot {slot}: no input");
+        let legal = &batch.legal[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+        let policy = &batch.policy[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+        assert!(legal.iter().all(|&l| l == 0.0 || l == 1.0));
+        let moves = legal.iter().filter(|&&l| l == 1.0).count();
+        assert!(
+            (1..=218).contains(&moves),
+            "slot {slot}: {moves} legal moves"
+        );
+        assert!(
+            policy
+                .iter()
+                .zip(legal)
+                .all(|(&p, &l)| p >= 0.0 && (l == 1.0 || p == 0.0)),
+            "slot {slot}: policy outside the legal moves"
+        );
+        let total: f32 = policy.iter().sum();
+        assert!(
+            (total - 1.0).abs() < 1e-4,
+            "slot {slot}: policy sums to {total}"
+        );
+        let wdl = &batch.wdl[slot * 3..slot * 3 + 3];
+        assert!(wdl.iter().all(|&w| (0.0..=1.0).contains(&w)), "{wdl:?}");
+        assert!((wdl.iter().sum::<f32>() - 1.0).abs() < 1e-5, "{wdl:?}");
+        assert!((-1.0..=1.0).contains(&batch.q[slot]));
+        assert!(batch.moves_left[slot] >= 1.0);
+    }
+}
+
+#[test]
+fn fill_position_writes_the_replayed_position_into_its_slot_only() {
+    let game = random_game(3, 20);
+    assert_eq!((game.result, game.positions.len()), (GameResult::Draw, 20));
+    let ply = 9;
+    let mut batch = HostBatch::default();
+    batch.reset(3);
+    let mut scratch = SampleScratch::default();
+    fill_position(&game, ply, &mut batch, 1, &mut scratch, &targets()).unwrap();
+
+    let mut legal = Vec::new();
+    let state = replay_prefix(&game, ply, &mut legal, |_, _, _, _| {}).unwrap();
+    cfzero_mcts::Game::legal_moves(&state, &mut legal);
+    let mut inputs = vec![0.0; TOKEN_FLOATS];
+    encode_tokens(&state, &mut inputs);
+    assert_eq!(batch.inputs[TOKEN_FLOATS..2 * TOKEN_FLOATS], inputs[..]);
+
+    let record = &game.positions[ply];
+    let total: f32 = record
+        .policy
+        .iter()
+        .map(|&q| dequantize_probability(q))
+        .sum();
+    let slot_policy = &batch.policy[POLICY_SIZE..2 * POLICY_SIZE];
+    let slot_legal = &batch.legal[POLICY_SIZE..2 * POLICY_SIZE];
+    for (mv, &q) in legal.iter().zip(&record.policy) {
+        let i = move_index(mv, state.turn());
+        assert_eq!(slot_legal[i], 1.0, "{mv:?}");
+        assert!((slot_policy[i] - dequantize_probability(q) / total).abs() < 1e-6);
+    }
+    assert_eq!(
+        slot_legal.iter().filter(|&&l| l == 1.0).count(),
+        legal.len()
+    );
+
+    // The game is a draw: the WDL target is 3/4 the result's draw and 1/4 the search's.
+    let q = record.best_q;
+    let d = record.root_d;
+    let searched = [(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0];
+    let expected = [
+        0.25 * searched[0],
+        0.75 + 0.25 * searched[1],
+        0.25 * searched[2],
+    ];
+    for (got, want) in batch.wdl[3..6].iter().zip(expected) {
+        assert!(
+            (got - want).abs() < 1e-6,
+            "{:?} vs {expected:?}",
+            &batch.wdl[3..6]
+        );
+    }
+    assert_eq!(batch.q[1], q);
+    assert_eq!(batch.st[1], record.st);
+    assert_eq!(batch.moves_left[1], (game.positions.len() - ply) as f32);
+
+    // The other slots keep their zeros.
+    for slot in [0, 2] {
+        let inputs = &batch.inputs[slot * TOKEN_FLOATS..(slot + 1) * TOKEN_FLOATS];
+        assert!(inputs.iter().all(|&x| x == 0.0), "slot {slot}");
+        let policy = &batch.policy[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+        assert!(policy.iter().all(|&x| x == 0.0), "slot {slot}");
+        assert_eq!(batch.moves_left[slot], 0.0);
+    }
+}
+
+#[test]
+fn the_loader_builds_full_batches_of_the_right_shapes() {
+    let loader = Loader::start(window_of(6), 16, 2, 5, targets());
+    for _ in 0..4 {
+        let batch = loader.next();
+        assert_well_formed(&batch, 16);
+        loader.recycle(batch);
+    }
+}
+
+#[test]
+fn one_loader_thread_with_one_seed_gives_the_same_batches() {
+    let window = window_of(4);
+    let batches = |seed: u64| {
+        let loader = Loader::start(window.clone(), 8, 1, seed, targets());
+        (0..3).map(|_| loader.next()).collect::<Vec<_>>()
+    };
+    let fields = |b: &HostBatch| {
+        [
+            &b.inputs,
+            &b.policy,
+            &b.legal,
+            &b.wdl,
+            &b.q,
+            &b.st,
+            &b.moves_left,
+        ]
+        .map(|v| v.clone())
+    };
+    let (a, b, c) = (batches(9), batches(9), batches(10));
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(fields(x), fields(y));
+    }
+    assert_ne!(
+        a.iter().map(fields).collect::<Vec<_>>(),
+        c.iter().map(fields).collect::<Vec<_>>(),
+        "another seed draws other positions"
+    );
+}
+
+#[test]
+fn the_loader_waits_for_games_and_then_delivers() {
+    let window = Arc::new(RwLock::new(ReplayWindow::new(window_config())));
+    let loader = Loader::start(window.clone(), 4, 1, 1, targets());
+    let (tx, rx) = std::sync::mpsc::channel();
+    // A loader that never delivers must fail this test, not hang it.
+    std::thread::spawn(move || {
+        let batch = loader.next();
+        let _ = tx.send(batch);
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(rx.try_recv().is_err(), "a batch from an empty window");
+    window.write().unwrap().add(Arc::new(random_game(7, 10)));
+    let batch = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("no batch a minute after a game was added");
+    assert_well_formed(&batch, 4);
+}
