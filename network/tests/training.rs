@@ -90,7 +90,11 @@ fn gradients_reach_every_parameter() {
         let mut cfg = preset(name);
         cfg.qkv_bias = true; // as imported Lc0 nets have
         let net = Net::new(&cfg, Device::Cpu).unwrap();
-        let batch = synthetic_batch(4, 1858, 4); // every move legal, so promotions get gradients
+        let mut batch = synthetic_batch(4, 1858, 4); // every move legal, so promotions get gradients
+        // The moves-left loss is Huber: residuals beyond its delta each give the output bias a
+        // gradient of exactly ±delta, so two long and two short games cancel to exactly zero.
+        // Every game longer than the fresh head's output keeps all residuals on one side.
+        batch.moves_left = Tensor::full([4], 150.0, (Kind::Float, Device::Cpu));
         let terms = loss(&net.forward(&batch.inputs), &batch, &LossWeights::default());
         terms.total.backward();
         for (var, t) in net.vs.variables() {
@@ -101,6 +105,20 @@ fn gradients_reach_every_parameter() {
                 "{name}: zero gradient for {var}"
             );
         }
+    }
+}
+
+/// The moves-left output passes a ReLU: a fresh head whose output is at or below zero for a
+/// position gives that position no gradient, so every fresh net must start on the live side.
+#[test]
+fn a_fresh_moves_left_head_is_alive_for_every_position() {
+    for seed in 0..20 {
+        tch::manual_seed(seed);
+        let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+        let batch = synthetic_batch(16, 30, seed + 100);
+        let ml = net.forward(&batch.inputs).moves_left.unwrap();
+        let min = ml.min().double_value(&[]);
+        assert!(min > 0.5, "seed {seed}: fresh moves-left output {min}");
     }
 }
 

@@ -108,6 +108,9 @@ impl ScalarValueHead {
 /// Initial output of the moves-left head, in units of 20 plies.
 const INITIAL_MOVES_LEFT: f64 = 2.0;
 
+/// Gain of the moves-left output layer's initial weights, small so that the bias dominates.
+const MOVES_LEFT_OUT_GAIN: f64 = 0.1;
+
 /// The moves-left head: ReLU scalar in units of 20 plies (trained on plies_left / 20).
 #[derive(Debug)]
 pub struct MovesLeftHead {
@@ -120,9 +123,11 @@ pub struct MovesLeftHead {
 impl MovesLeftHead {
     /// Variables under `path`: `embed`, `fc1`, `out`.
     pub fn new(path: &nn::Path, d_model: usize, channels: usize, hidden: usize) -> MovesLeftHead {
-        let mut out = Dense::new(path / "out", hidden, 1, true, 1.0);
-        // The output passes a ReLU: starting at a typical target (40 plies) keeps it out of
-        // the flat side, where a fresh head could get no gradient at all.
+        // The output passes a ReLU: starting every position near a typical target (40 plies)
+        // keeps it out of the flat side, where it gets no gradient. With full-size weights the
+        // trunk's output pushed some positions of a fresh micro net to zero, so the weights
+        // start small and the bias dominates.
+        let mut out = Dense::new(path / "out", hidden, 1, true, MOVES_LEFT_OUT_GAIN);
         if let Some(b) = out.b.as_mut() {
             tch::no_grad(|| {
                 let _ = b.fill_(INITIAL_MOVES_LEFT);
