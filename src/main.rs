@@ -28,7 +28,7 @@ enum Command {
     /// Self-play worker: plays games with the newest net of a run directory.
     Selfplay(commands::selfplay::SelfplayArgs),
     /// Trainer: learns from the games that workers write to a run directory.
-    Learn(run::session::RunArgs),
+    Learn(commands::learn::LearnArgs),
     /// Play a match between two nets or engines.
     Match(Box<commands::match_cmd::MatchArgs>),
     /// Rate all generations of a run against each other.

@@ -1,13 +1,13 @@
-//! The training phase of a generation: steps on batches from the replay window.
+//! The training phase of a generation: steps on batches from a sample source (the replay
+//! window, or a mixture with Lc0 data and PGN games).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use anyhow::Result;
-use cfzero_selfplay::window::ReplayWindow;
-use cfzero_trainer::sample::{HostBatch, SampleScratch, TargetOptions, fill_position};
-use cfzero_trainer::{EventWriter, Learner, Loader, StepMetrics};
+use cfzero_trainer::sample::{HostBatch, SampleScratch, TargetOptions};
+use cfzero_trainer::{EventWriter, Learner, Loader, SampleSource, Split, StepMetrics};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -53,7 +53,7 @@ impl std::fmt::Display for LearnSummary {
 pub fn train(
     config: &Config,
     learner: &mut Learner,
-    window: &Arc<RwLock<ReplayWindow>>,
+    source: &Arc<dyn SampleSource>,
     steps: u64,
     tb: &mut EventWriter,
     stop: &AtomicBool,
@@ -65,7 +65,7 @@ pub fn train(
     config.run.use_training_threads();
     let seed = config.run.seed ^ learner.steps().wrapping_mul(0x2545_F491_4F6C_DD1D);
     let loader = Loader::start(
-        window.clone(),
+        source.clone(),
         config.train.batch_size,
         config.train.loader_threads,
         seed,
@@ -108,7 +108,7 @@ pub fn train(
     }
     drop(loader);
     if !stop.load(Ordering::Relaxed) {
-        summary.validation = validate(config, learner, window)?;
+        summary.validation = validate(config, learner, &**source)?;
         if let Some(v) = &summary.validation {
             let step = v.step;
             tb.scalar("val/loss", step, v.loss)?;
@@ -131,16 +131,15 @@ pub fn targets(config: &Config) -> TargetOptions {
     }
 }
 
-/// The learner's losses on up to [`VALIDATION_POSITIONS`] positions of held-out games
-/// (the same draw each time for the same held-out games), averaged over
-/// batches weighted by their size. `None` without held-out games.
-fn validate(
+/// The learner's losses on up to [`VALIDATION_POSITIONS`] held-out positions (the same
+/// draw each time for the same held-out games), averaged over batches weighted by their
+/// size. `None` without held-out positions.
+pub fn validate(
     config: &Config,
     learner: &Learner,
-    window: &RwLock<ReplayWindow>,
+    source: &dyn SampleSource,
 ) -> Result<Option<StepMetrics>> {
-    let w = window.read().expect("the window lock is never poisoned");
-    let available = w.validation_positions();
+    let available = source.positions(Split::Validation);
     if available == 0 {
         return Ok(None);
     }
@@ -156,8 +155,16 @@ fn validate(
         let n = per_batch.min(total - done);
         batch.reset(n);
         for slot in 0..n {
-            let (game, ply) = w.sample_validation(&mut rng).expect("held-out games exist");
-            fill_position(&game, ply, &mut batch, slot, &mut scratch, &options)?;
+            if !source.fill(
+                Split::Validation,
+                &mut rng,
+                &mut batch,
+                slot,
+                &mut scratch,
+                &options,
+            )? {
+                anyhow::bail!("held-out positions vanished during validation");
+            }
         }
         let m = learner.validate(&batch);
         let weight = n as f64 / total as f64;

@@ -1,5 +1,6 @@
 //! Whole training runs: the run directory and the phases of a generation.
 
+pub mod data;
 pub mod deadline;
 pub mod dir;
 pub mod evaluate;

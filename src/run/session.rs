@@ -18,6 +18,7 @@ use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::ReplayWindow;
 use cfzero_trainer::learner::STEP_KEY;
 use cfzero_trainer::{EventWriter, Learner};
+use cfzero_trainer::{Mixture, SampleSource};
 use clap::Args;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -97,6 +98,10 @@ pub struct Session {
     /// Trainable positions added to the window since the last training phase (counted
     /// from the session's start: a resumed run does not know what it had trained on).
     new_positions: usize,
+    /// Data sources trained on beside the window (`cfzero learn --data`), with their
+    /// weights, and the window's weight in that mixture.
+    data: Vec<(Arc<dyn SampleSource>, f64)>,
+    window_weight: f64,
 }
 
 impl Session {
@@ -192,6 +197,8 @@ impl Session {
             eval_openings,
             lines_to_stderr: false,
             new_positions: 0,
+            data: Vec::new(),
+            window_weight: 1.0,
         };
         let games = session.load_new_games()?;
         session.new_positions = 0;
@@ -237,10 +244,43 @@ impl Session {
     /// the net last (the commit point). `None` if `stop` interrupted the training.
     pub fn train_and_publish(&mut self, stop: &AtomicBool) -> Result<Option<LearnSummary>> {
         let steps = self.steps_for(self.new_positions);
+        self.train_steps_and_publish(steps, stop)
+    }
+
+    /// Trains on `sources` beside the window: each training sample comes from one of them
+    /// or from the window (weight `window_weight`), in proportion to the weights.
+    pub fn add_data_sources(
+        &mut self,
+        sources: Vec<(Arc<dyn SampleSource>, f64)>,
+        window_weight: f64,
+    ) {
+        self.data = sources;
+        self.window_weight = window_weight;
+    }
+
+    /// What training samples come from: the window, or the mixture with the data sources.
+    pub fn source(&self) -> Arc<dyn SampleSource> {
+        if self.data.is_empty() {
+            return self.window.clone();
+        }
+        let mut parts: Vec<(Arc<dyn SampleSource>, f64)> =
+            vec![(self.window.clone(), self.window_weight)];
+        parts.extend(self.data.iter().cloned());
+        Arc::new(Mixture::new(parts))
+    }
+
+    /// Trains `steps` steps on [`Session::source`] and publishes the next generation, as
+    /// [`Session::train_and_publish`].
+    pub fn train_steps_and_publish(
+        &mut self,
+        steps: u64,
+        stop: &AtomicBool,
+    ) -> Result<Option<LearnSummary>> {
+        let source = self.source();
         let summary = learn_phase::train(
             &self.config,
             &mut self.learner,
-            &self.window,
+            &source,
             steps,
             &mut self.tb,
             stop,

@@ -1,17 +1,17 @@
-//! Loader threads: draw positions from the replay window and build host batches ahead of
-//! the trainer, so that a training step never waits on decoding.
+//! Loader threads: draw positions from a sample source (the replay window, Lc0 data, PGN
+//! games, a mixture) and build host batches ahead of the trainer, so that a training step
+//! never waits on decoding.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use cfzero_selfplay::window::ReplayWindow;
-
-use crate::sample::{HostBatch, SampleScratch, TargetOptions, fill_position};
+use crate::sample::{HostBatch, SampleScratch, TargetOptions};
+use crate::source::{SampleSource, Split};
 
 /// Batches being prepared ahead of the trainer, by a pool of threads.
 #[derive(Debug)]
@@ -23,11 +23,11 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// Starts `threads` loaders sampling batches of `batch_size` from `window`'s training
-    /// games, with value targets made as `targets` says; each thread has its own random
+    /// Starts `threads` loaders sampling batches of `batch_size` from `source`'s training
+    /// positions, with value targets made as `targets` says; each thread has its own random
     /// stream derived from `seed`.
     pub fn start(
-        window: Arc<RwLock<ReplayWindow>>,
+        source: Arc<dyn SampleSource>,
         batch_size: usize,
         threads: usize,
         seed: u64,
@@ -39,13 +39,13 @@ impl Loader {
         let stop = Arc::new(AtomicBool::new(false));
         let handles = (0..threads)
             .map(|t| {
-                let (window, tx, spare, stop) =
-                    (window.clone(), tx.clone(), spare.clone(), stop.clone());
+                let (source, tx, spare, stop) =
+                    (source.clone(), tx.clone(), spare.clone(), stop.clone());
                 let seed = seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(t as u64 + 1));
                 std::thread::Builder::new()
                     .name(format!("loader-{t}"))
                     .spawn(move || {
-                        load_loop(&window, batch_size, seed, &targets, &tx, &spare, &stop)
+                        load_loop(&*source, batch_size, seed, &targets, &tx, &spare, &stop)
                     })
                     .expect("spawning a loader thread")
             })
@@ -87,7 +87,7 @@ impl Drop for Loader {
 }
 
 fn load_loop(
-    window: &RwLock<ReplayWindow>,
+    source: &dyn SampleSource,
     batch_size: usize,
     seed: u64,
     targets: &TargetOptions,
@@ -97,30 +97,33 @@ fn load_loop(
 ) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut scratch = SampleScratch::default();
-    let mut picks = Vec::with_capacity(batch_size);
-    while !stop.load(Ordering::Relaxed) {
-        let mut batch = spare.try_recv().unwrap_or_default();
-        batch.reset(batch_size);
-        picks.clear();
-        {
-            let w = window.read().expect("the window lock is never poisoned");
-            picks.extend((0..batch_size).filter_map(|_| w.sample(&mut rng)));
-        }
-        if picks.len() < batch_size {
+    'batches: while !stop.load(Ordering::Relaxed) {
+        if source.positions(Split::Training) == 0 {
             // Nothing to sample yet.
             std::thread::sleep(std::time::Duration::from_millis(20));
             continue;
         }
-        let mut ok = true;
-        for (slot, (game, ply)) in picks.iter().enumerate() {
-            if let Err(e) = fill_position(game, *ply, &mut batch, slot, &mut scratch, targets) {
-                // A record that does not replay is a bug in the writer; never train on it.
-                eprintln!("warning: skipping a batch: game record does not replay: {e}");
-                ok = false;
-                break;
+        let mut batch = spare.try_recv().unwrap_or_default();
+        batch.reset(batch_size);
+        for slot in 0..batch_size {
+            match source.fill(
+                Split::Training,
+                &mut rng,
+                &mut batch,
+                slot,
+                &mut scratch,
+                targets,
+            ) {
+                Ok(true) => {}
+                Ok(false) => continue 'batches,
+                Err(e) => {
+                    // A record that does not replay is a bug in its writer; never train on it.
+                    eprintln!("warning: skipping a batch: {e}");
+                    continue 'batches;
+                }
             }
         }
-        if ok && tx.send(batch).is_err() {
+        if tx.send(batch).is_err() {
             return;
         }
     }

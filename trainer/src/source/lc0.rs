@@ -1,0 +1,294 @@
+//! Lc0's V6 training data as a sample source: `.gz` chunks (one game each, as Lc0 writes
+//! them), `.tar` files of such chunks (as Lc0 publishes them), or directories of either.
+//!
+//! Records are decoded once, when the source opens, into a compact form (the planes, the
+//! policy over the legal moves only, the targets): about 1.1 KB a position, bounded by
+//! [`Lc0Limits::max_positions`]. A chunk that does not decode is skipped with its reason;
+//! positions the rescorer marked for deletion are left out.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use cfzero_network::encoding::{InputPlanes, POLICY_SIZE, TOKEN_FLOATS};
+
+use super::{SampleSource, SourceError, Split};
+use crate::config::QTarget;
+use crate::lc0_v6::{HISTORY_PLANES, MAX_CHUNK_BYTES, V6Error, V6Record, decode_chunk};
+use crate::sample::{HostBatch, SampleScratch, TargetOptions, wdl_of};
+
+/// How much of a data set is read, and how much is held out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lc0Limits {
+    /// Stop reading after this many positions (chunks in name order).
+    pub max_positions: usize,
+    /// Share of games (chunks) held out for validation: every `1 / share`-th.
+    pub validation_share: f64,
+}
+
+/// One position, as much of a V6 record as training uses.
+#[derive(Debug, Clone)]
+struct Position {
+    planes: [u64; HISTORY_PLANES],
+    castling: [u8; 4],
+    black_to_move: bool,
+    rule50: u8,
+    /// (policy index, probability) of every legal move.
+    policy: Box<[(u16, f32)]>,
+    result_q: f32,
+    result_d: f32,
+    root_q: f32,
+    best_q: f32,
+    best_d: f32,
+    plies_left: f32,
+}
+
+impl Position {
+    fn of(r: &V6Record) -> Position {
+        Position {
+            planes: r.planes,
+            castling: r.castling,
+            black_to_move: r.black_to_move(),
+            rule50: r.rule50_count,
+            policy: r
+                .probabilities
+                .iter()
+                .enumerate()
+                .filter(|&(_, &p)| p >= 0.0)
+                .map(|(i, &p)| (i as u16, p))
+                .collect(),
+            result_q: r.result_q,
+            result_d: r.result_d,
+            root_q: r.root_q,
+            best_q: r.best_q,
+            best_d: r.best_d,
+            plies_left: r.plies_left,
+        }
+    }
+
+    fn input_planes(&self) -> InputPlanes {
+        let mut r = V6Record::empty();
+        r.planes = self.planes;
+        r.castling = self.castling;
+        r.side_to_move_or_enpassant = u8::from(self.black_to_move);
+        r.rule50_count = self.rule50;
+        r.input_planes()
+    }
+}
+
+/// A chunk that was not read, and why.
+#[derive(Debug)]
+pub struct SkippedChunk {
+    /// The file (and for a tar member, `FILE/MEMBER`).
+    pub path: PathBuf,
+    /// Why.
+    pub reason: String,
+}
+
+/// Lc0 V6 positions in memory (see the module docs).
+#[derive(Debug)]
+pub struct Lc0Source {
+    path: PathBuf,
+    train: Vec<Position>,
+    validation: Vec<Position>,
+    chunks: usize,
+}
+
+impl Lc0Source {
+    /// Reads `path` (a chunk, a tar of chunks or a directory of either, recursively in
+    /// name order). Errors only if `path` cannot be read at all; bad chunks are returned.
+    pub fn open(path: &Path, limits: Lc0Limits) -> std::io::Result<(Lc0Source, Vec<SkippedChunk>)> {
+        let mut files = Vec::new();
+        if path.is_dir() {
+            collect_files(path, &mut files)?;
+            files.sort_by(|a, b| {
+                cfzero_selfplay::window::natural_cmp(&a.to_string_lossy(), &b.to_string_lossy())
+            });
+        } else {
+            // Fails here, with the OS's reason, if the file does not exist.
+            File::open(path)?;
+            files.push(path.to_path_buf());
+        }
+        let mut source = Lc0Source {
+            path: path.to_path_buf(),
+            train: Vec::new(),
+            validation: Vec::new(),
+            chunks: 0,
+        };
+        let mut skipped = Vec::new();
+        for file in files {
+            if source.full(&limits) {
+                break;
+            }
+            let is_tar = file.extension().is_some_and(|e| e == "tar");
+            let result = if is_tar {
+                source.read_tar(&file, &limits, &mut skipped)
+            } else {
+                read_bounded(File::open(&file)?).map(|data| {
+                    source.add_chunk(&file, &data, &limits, &mut skipped);
+                })
+            };
+            if let Err(e) = result {
+                skipped.push(SkippedChunk {
+                    path: file.clone(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+        Ok((source, skipped))
+    }
+
+    fn full(&self, limits: &Lc0Limits) -> bool {
+        self.train.len() + self.validation.len() >= limits.max_positions
+    }
+
+    fn read_tar(
+        &mut self,
+        file: &Path,
+        limits: &Lc0Limits,
+        skipped: &mut Vec<SkippedChunk>,
+    ) -> std::io::Result<()> {
+        let mut archive = tar::Archive::new(File::open(file)?);
+        for entry in archive.entries()? {
+            if self.full(limits) {
+                break;
+            }
+            let entry = entry?;
+            if !entry.header().entry_type().is_file() {
+                continue;
+            }
+            let name = file.join(&entry.path()?);
+            let data = read_bounded(entry)?;
+            self.add_chunk(&name, &data, limits, skipped);
+        }
+        Ok(())
+    }
+
+    fn add_chunk(
+        &mut self,
+        name: &Path,
+        data: &[u8],
+        limits: &Lc0Limits,
+        skipped: &mut Vec<SkippedChunk>,
+    ) {
+        let records = match decode_chunk(data) {
+            Ok(r) => r,
+            Err(e) => {
+                skipped.push(SkippedChunk {
+                    path: name.to_path_buf(),
+                    reason: e.to_string(),
+                });
+                return;
+            }
+        };
+        let share = limits.validation_share.clamp(0.0, 1.0);
+        let i = self.chunks as f64;
+        self.chunks += 1;
+        let held_out = ((i + 1.0) * share).floor() > (i * share).floor();
+        let room = limits
+            .max_positions
+            .saturating_sub(self.train.len() + self.validation.len());
+        let positions = records
+            .iter()
+            .filter(|r| !r.marked_for_deletion())
+            .take(room)
+            .map(Position::of);
+        if held_out {
+            self.validation.extend(positions);
+        } else {
+            self.train.extend(positions);
+        }
+    }
+
+    /// Chunks (games) read.
+    pub fn chunks(&self) -> usize {
+        self.chunks
+    }
+}
+
+/// Reads a whole chunk, refusing one larger than a chunk can be (compressed or not).
+fn read_bounded(r: impl Read) -> std::io::Result<Vec<u8>> {
+    let mut data = Vec::new();
+    r.take(MAX_CHUNK_BYTES + 1).read_to_end(&mut data)?;
+    if data.len() as u64 > MAX_CHUNK_BYTES {
+        return Err(std::io::Error::other(V6Error::Gzip(format!(
+            "file larger than {} MiB",
+            MAX_CHUNK_BYTES >> 20
+        ))));
+    }
+    Ok(data)
+}
+
+/// Files under `dir` that can hold V6 chunks (`.gz`, `.tar`), recursively.
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "gz" || e == "tar") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+impl SampleSource for Lc0Source {
+    fn describe(&self) -> String {
+        format!("lc0:{}", self.path.display())
+    }
+
+    fn positions(&self, split: Split) -> usize {
+        match split {
+            Split::Training => self.train.len(),
+            Split::Validation => self.validation.len(),
+        }
+    }
+
+    fn fill(
+        &self,
+        split: Split,
+        rng: &mut ChaCha8Rng,
+        batch: &mut HostBatch,
+        slot: usize,
+        _scratch: &mut SampleScratch,
+        targets: &TargetOptions,
+    ) -> Result<bool, SourceError> {
+        let set = match split {
+            Split::Training => &self.train,
+            Split::Validation => &self.validation,
+        };
+        if set.is_empty() {
+            return Ok(false);
+        }
+        let p = &set[rng.random_range(0..set.len())];
+        p.input_planes()
+            .write_tokens(&mut batch.inputs[slot * TOKEN_FLOATS..(slot + 1) * TOKEN_FLOATS]);
+        let policy = &mut batch.policy[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+        let legal = &mut batch.legal[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+        let total: f32 = p.policy.iter().map(|&(_, x)| x).sum();
+        let uniform = 1.0 / p.policy.len() as f32;
+        for &(i, x) in p.policy.iter() {
+            legal[usize::from(i)] = 1.0;
+            policy[usize::from(i)] = if total > 0.0 { x / total } else { uniform };
+        }
+        // Lc0 records no root-mean/improved-policy split: best_q stands in for both.
+        let q = match targets.q_target {
+            QTarget::Root => p.root_q,
+            QTarget::Best | QTarget::Policy => p.best_q,
+        };
+        let r = targets.q_ratio.clamp(0.0, 1.0);
+        let result = wdl_of(p.result_q, p.result_d);
+        let searched = wdl_of(q, p.best_d);
+        for i in 0..3 {
+            batch.wdl[slot * 3 + i] = (1.0 - r) * result[i] + r * searched[i];
+        }
+        batch.q[slot] = q;
+        // V6 has no short-term value: the search's value of best play is the closest.
+        batch.st[slot] = p.best_q;
+        batch.moves_left[slot] = p.plies_left;
+        Ok(true)
+    }
+}
