@@ -335,3 +335,31 @@ fn fuzz_net_files() {
         );
     }
 }
+
+#[test]
+fn fuzz_training_data() {
+    use std::io::Read;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let gz = std::fs::read(root.join("tests/data/lc0/v6/game_000003.gz")).unwrap();
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut raw)
+        .unwrap();
+    // Two records raw, and the same two gzipped: mutations hit every field and the framing.
+    let two = raw[..2 * cfzero_trainer::lc0_v6::V6_RECORD_BYTES].to_vec();
+    let two_gz =
+        cfzero_trainer::lc0_v6::encode_chunk(&cfzero_trainer::lc0_v6::decode_chunk(&two).unwrap())
+            .unwrap();
+    fuzz("lc0 v6 chunk", &[two, two_gz], |bytes| {
+        let _ = cfzero_trainer::lc0_v6::decode_chunk(bytes);
+    });
+    let pgn = std::fs::read(root.join("tests/data/pgn/lichess_sample.pgn")).unwrap();
+    let short: Vec<u8> = pgn[..pgn.len().min(3000)].to_vec();
+    fuzz("pgn training games", &[short], |bytes| {
+        let _ = cfzero_trainer::source::pgn::parse_games(
+            bytes,
+            cfzero_trainer::source::pgn::PgnFilters::default(),
+            usize::MAX,
+        );
+    });
+}

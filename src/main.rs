@@ -39,6 +39,8 @@ enum Command {
     Puzzles(commands::puzzles::PuzzlesArgs),
     /// Export a net to Lc0's format or the native one.
     Export(commands::export::ExportArgs),
+    /// Export a run's games as training data for other tools (Lc0's V6 format).
+    ExportData(commands::export_data::ExportDataArgs),
     /// Import an Lc0 attention-body net.
     Import(commands::import::ImportArgs),
     /// Measure search, inference, self-play and training speed.
@@ -62,6 +64,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Ladder(args) => commands::ladder::run(&args),
         Command::Puzzles(args) => commands::puzzles::run(&args),
         Command::Export(args) => commands::export::run(&args),
+        Command::ExportData(args) => commands::export_data::run(&args),
         Command::Import(args) => commands::import::run(&args),
     }
 }

@@ -147,10 +147,11 @@ fn run_on_data(learn: &LearnArgs) -> Result<()> {
             "--max-positions and --steps-per-generation must be at least 1",
         ));
     }
-    let mut session = Session::open(args)?;
+    // The sources open first: a bad one must not leave a new run directory behind.
+    let config = crate::config::Config::load(&args.config)?;
     let options = DataOptions {
         max_positions: learn.max_positions,
-        validation_share: session.config.window.validation_share,
+        validation_share: config.window.validation_share,
         filters: PgnFilters {
             min_rating: learn.min_rating,
             min_base_seconds: learn.min_base_seconds,
@@ -161,6 +162,7 @@ fn run_on_data(learn: &LearnArgs) -> Result<()> {
         let weight = learn.weights.get(i).copied().unwrap_or(1.0);
         sources.push((data::open(spec, &options)?, weight));
     }
+    let mut session = Session::open(args)?;
     let data_positions: usize = sources
         .iter()
         .map(|(s, _)| s.positions(Split::Training))

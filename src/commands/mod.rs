@@ -9,6 +9,7 @@ pub mod debug;
 pub mod debug_outputs;
 pub mod debug_targets;
 pub mod export;
+pub mod export_data;
 pub mod import;
 pub mod info;
 pub mod ladder;

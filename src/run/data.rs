@@ -77,10 +77,11 @@ pub fn open(spec: &DataSpec, options: &DataOptions) -> Result<Arc<dyn SampleSour
                 .map_err(|e| user_error(format!("pgn:{}: {e}", path.display())))?;
             let s = source.stats();
             eprintln!(
-                "pgn:{}: {} games kept; skipped {} with an unknown result, {} filtered, {} invalid",
+                "pgn:{}: {} games kept; skipped {} with an unknown result, {} without a move, {} filtered, {} invalid",
                 path.display(),
                 s.games,
                 s.unknown_result,
+                s.empty,
                 s.filtered,
                 s.invalid
             );

@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod lc0_v6;
+pub mod lc0_v6_writer;
 pub mod learner;
 pub mod loader;
 pub mod sample;

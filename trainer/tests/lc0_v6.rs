@@ -155,3 +155,107 @@ fn the_queen_sits_on_d1_and_the_king_on_e1() {
     assert_eq!(queen, 1 << Square::D1 as u32);
     assert_eq!(king, 1 << Square::E1 as u32);
 }
+
+mod support;
+
+/// cfzero games -> V6 chunks -> decoded records -> samples equal the samples cfzero makes of
+/// the games directly (the policy within the V6 file's f32 of the dequantised u16; the
+/// short-term target, which V6 has no field for, aside).
+#[test]
+fn cfzero_games_survive_a_round_trip_through_v6() {
+    use cfzero_trainer::QTarget;
+    use cfzero_trainer::lc0_v6_writer::game_to_v6;
+    use cfzero_trainer::sample::{HostBatch, SampleScratch, TargetOptions, fill_position};
+    use cfzero_trainer::source::lc0::fill_record;
+    let targets = TargetOptions {
+        q_target: QTarget::Best,
+        q_ratio: 0.25,
+    };
+    let mut scratch = SampleScratch::default();
+    let (mut a, mut b) = (HostBatch::default(), HostBatch::default());
+    let mut checked = 0;
+    for seed in 0..6 {
+        let game = support::random_game(seed, 120);
+        let chunk = encode_chunk(&game_to_v6(&game).unwrap()).unwrap();
+        let records = decode_chunk(&chunk).unwrap();
+        assert_eq!(records.len(), game.positions.len());
+        for (ply, record) in records.iter().enumerate() {
+            a.reset(1);
+            b.reset(1);
+            fill_position(&game, ply, &mut a, 0, &mut scratch, &targets).unwrap();
+            fill_record(record, &mut b, 0, &targets);
+            assert_eq!(a.inputs, b.inputs, "seed {seed} ply {ply}");
+            assert_eq!(a.legal, b.legal);
+            for (x, y) in a.policy.iter().zip(&b.policy) {
+                assert!((x - y).abs() < 1e-6, "seed {seed} ply {ply}: {x} vs {y}");
+            }
+            assert_eq!((a.q[0], a.moves_left[0]), (b.q[0], b.moves_left[0]));
+            for (x, y) in a.wdl.iter().zip(&b.wdl) {
+                assert!((x - y).abs() < 1e-6);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 300);
+}
+
+/// Truncated, garbled and foreign chunks in a directory or a tar are skipped with their
+/// reason; the good ones are read.
+#[test]
+fn bad_chunks_are_skipped_and_good_ones_read() {
+    use cfzero_trainer::source::lc0::{Lc0Limits, Lc0Source};
+    use cfzero_trainer::{SampleSource, Split};
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read(data_dir().join("game_000003.gz")).unwrap();
+    std::fs::write(dir.path().join("a_good.gz"), &good).unwrap();
+    std::fs::write(dir.path().join("b_truncated.gz"), &good[..good.len() / 2]).unwrap();
+    let mut raw = Vec::new();
+    for r in decode_chunk(&good).unwrap() {
+        r.encode(&mut raw);
+    }
+    std::fs::write(dir.path().join("c_short.gz"), &raw[..raw.len() - 10]).unwrap();
+    let mut v7 = raw.clone();
+    v7[0] = 7;
+    std::fs::write(dir.path().join("d_v7.gz"), &v7).unwrap();
+    std::fs::write(dir.path().join("e_text.gz"), b"hello").unwrap();
+    // A tar holding one good and one truncated chunk.
+    let tar_path = dir.path().join("f_chunks.tar");
+    {
+        let mut builder = tar::Builder::new(std::fs::File::create(&tar_path).unwrap());
+        for (name, data) in [("x/good.gz", &good[..]), ("x/bad.gz", &good[..100])] {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            builder.append_data(&mut header, name, data).unwrap();
+        }
+        builder.finish().unwrap();
+    }
+    let limits = Lc0Limits {
+        max_positions: 1_000_000,
+        validation_share: 0.0,
+    };
+    let (source, skipped) = Lc0Source::open(dir.path(), limits).unwrap();
+    assert_eq!(source.positions(Split::Training), 2 * 76);
+    let names: Vec<String> = skipped
+        .iter()
+        .map(|s| s.path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "b_truncated.gz",
+            "c_short.gz",
+            "d_v7.gz",
+            "e_text.gz",
+            "bad.gz"
+        ]
+    );
+    assert!(
+        skipped[2].reason.contains("version 7"),
+        "{}",
+        skipped[2].reason
+    );
+    // A missing path is an error, not an empty source.
+    assert!(Lc0Source::open(&dir.path().join("missing"), limits).is_err());
+}

@@ -77,6 +77,42 @@ impl Position {
         r.rule50_count = self.rule50;
         r.input_planes()
     }
+
+    /// Writes the position's inputs and targets into slot `slot` of `batch`.
+    fn write(&self, batch: &mut HostBatch, slot: usize, targets: &TargetOptions) {
+        let p = self;
+        p.input_planes()
+            .write_tokens(&mut batch.inputs[slot * TOKEN_FLOATS..(slot + 1) * TOKEN_FLOATS]);
+        let policy = &mut batch.policy[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+        let legal = &mut batch.legal[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+        let total: f32 = p.policy.iter().map(|&(_, x)| x).sum();
+        let uniform = 1.0 / p.policy.len() as f32;
+        for &(i, x) in p.policy.iter() {
+            legal[usize::from(i)] = 1.0;
+            policy[usize::from(i)] = if total > 0.0 { x / total } else { uniform };
+        }
+        // Lc0 records no root-mean/improved-policy split: best_q stands in for both.
+        let q = match targets.q_target {
+            QTarget::Root => p.root_q,
+            QTarget::Best | QTarget::Policy => p.best_q,
+        };
+        let r = targets.q_ratio.clamp(0.0, 1.0);
+        let result = wdl_of(p.result_q, p.result_d);
+        let searched = wdl_of(q, p.best_d);
+        for i in 0..3 {
+            batch.wdl[slot * 3 + i] = (1.0 - r) * result[i] + r * searched[i];
+        }
+        batch.q[slot] = q;
+        // V6 has no short-term value: the search's value of best play is the closest.
+        batch.st[slot] = p.best_q;
+        batch.moves_left[slot] = p.plies_left;
+    }
+}
+
+/// Writes `record`'s inputs and targets into slot `slot` of `batch`, exactly as an
+/// [`Lc0Source`] holding it would.
+pub fn fill_record(record: &V6Record, batch: &mut HostBatch, slot: usize, targets: &TargetOptions) {
+    Position::of(record).write(batch, slot, targets);
 }
 
 /// A chunk that was not read, and why.
@@ -263,32 +299,7 @@ impl SampleSource for Lc0Source {
         if set.is_empty() {
             return Ok(false);
         }
-        let p = &set[rng.random_range(0..set.len())];
-        p.input_planes()
-            .write_tokens(&mut batch.inputs[slot * TOKEN_FLOATS..(slot + 1) * TOKEN_FLOATS]);
-        let policy = &mut batch.policy[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
-        let legal = &mut batch.legal[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
-        let total: f32 = p.policy.iter().map(|&(_, x)| x).sum();
-        let uniform = 1.0 / p.policy.len() as f32;
-        for &(i, x) in p.policy.iter() {
-            legal[usize::from(i)] = 1.0;
-            policy[usize::from(i)] = if total > 0.0 { x / total } else { uniform };
-        }
-        // Lc0 records no root-mean/improved-policy split: best_q stands in for both.
-        let q = match targets.q_target {
-            QTarget::Root => p.root_q,
-            QTarget::Best | QTarget::Policy => p.best_q,
-        };
-        let r = targets.q_ratio.clamp(0.0, 1.0);
-        let result = wdl_of(p.result_q, p.result_d);
-        let searched = wdl_of(q, p.best_d);
-        for i in 0..3 {
-            batch.wdl[slot * 3 + i] = (1.0 - r) * result[i] + r * searched[i];
-        }
-        batch.q[slot] = q;
-        // V6 has no short-term value: the search's value of best play is the closest.
-        batch.st[slot] = p.best_q;
-        batch.moves_left[slot] = p.plies_left;
+        set[rng.random_range(0..set.len())].write(batch, slot, targets);
         Ok(true)
     }
 }

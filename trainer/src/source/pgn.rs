@@ -6,7 +6,8 @@
 //! replay window of their own and are sampled exactly as self-play games are. The
 //! moves-left target is the plies to the end of the game, as for self-play.
 //!
-//! Games are skipped, and counted by reason, when their result is unknown (`*`), a move is
+//! Games are skipped, and counted by reason, when their result is unknown (`*`), they have
+//! no move, a move is
 //! illegal or not SAN, the variant is not standard chess, or a filter rejects them
 //! (ratings below [`PgnFilters::min_rating`], base time below [`PgnFilters::min_base_seconds`];
 //! a filter passes a game whose headers do not say).
@@ -59,6 +60,8 @@ pub struct PgnStats {
     pub unknown_result: usize,
     /// Games rejected by a filter.
     pub filtered: usize,
+    /// Games without a move (abandoned before the first).
+    pub empty: usize,
     /// Games with a move that is not legal SAN, a bad FEN or a non-standard variant.
     pub invalid: usize,
 }
@@ -112,10 +115,24 @@ pub fn read_games(
         validation_share: limits.validation_share.clamp(0.0, 1.0),
         validation_positions: cap,
     });
+    let (games, stats) = parse_games(reader, filters, cap)?;
+    for game in games {
+        window.add(Arc::new(game));
+    }
+    Ok((window, stats))
+}
+
+/// The games of `reader` as records, until `max_positions` positions are read.
+pub fn parse_games(
+    reader: impl Read,
+    filters: PgnFilters,
+    max_positions: usize,
+) -> std::io::Result<(Vec<GameRecord>, PgnStats)> {
     let mut stats = PgnStats::default();
+    let mut games = Vec::new();
     let mut pgn = Reader::new(reader);
     let mut visitor = RecordBuilder { filters };
-    while stats.positions < cap {
+    while stats.positions < max_positions {
         let Some(outcome) = pgn.read_game(&mut visitor)? else {
             break;
         };
@@ -123,14 +140,15 @@ pub fn read_games(
             Built::Game(game) => {
                 stats.games += 1;
                 stats.positions += game.positions.len();
-                window.add(Arc::new(game));
+                games.push(game);
             }
             Built::UnknownResult => stats.unknown_result += 1,
             Built::Filtered => stats.filtered += 1,
+            Built::Empty => stats.empty += 1,
             Built::Invalid => stats.invalid += 1,
         }
     }
-    Ok((window, stats))
+    Ok((games, stats))
 }
 
 /// One game read.
@@ -138,6 +156,7 @@ enum Built {
     Game(GameRecord),
     UnknownResult,
     Filtered,
+    Empty,
     Invalid,
 }
 
@@ -266,7 +285,7 @@ impl Visitor for RecordBuilder {
             return Built::UnknownResult;
         };
         if m.positions.is_empty() {
-            return Built::Invalid;
+            return Built::Empty;
         }
         let result = match outcome {
             KnownOutcome::Decisive { winner } => GameResult::win_for(winner),
