@@ -36,6 +36,8 @@ pub enum BenchCommand {
     /// Learning speed of a config: trains from zero for some minutes, then plays the net
     /// against the random and the greedy mover (score and Elo with 95% intervals).
     Learn(super::bench_learn::LearnBenchArgs),
+    /// Training data speed: samples per second that one loader thread makes of each source.
+    Data(super::bench_data::DataBenchArgs),
 }
 
 /// The evaluator of `bench mcts`.
@@ -85,6 +87,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         BenchCommand::Selfplay(a) => super::bench_selfplay::run(a),
         BenchCommand::Train(a) => super::bench_train::run(a),
         BenchCommand::Learn(a) => super::bench_learn::run(a),
+        BenchCommand::Data(a) => super::bench_data::run(a),
     }
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_data;
 pub mod bench_learn;
 pub mod bench_nn;
 pub mod bench_selfplay;
