@@ -1,6 +1,7 @@
 //! The last eight boards that the network input shows, and what stands in for the
 //! positions before the first one (lc0's `HistoryFill`).
 
+use serde::{Deserialize, Serialize};
 use shakmaty::{Board, Color, Role, Square};
 
 use super::zobrist::board_hash;
@@ -9,7 +10,8 @@ use super::zobrist::board_hash;
 pub const HISTORY_STEPS: usize = 8;
 
 /// How the input history before the first known position is filled, as lc0's `--history-fill`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum HistoryFill {
     /// Missing steps are empty, except that a FEN with an en-passant square gets one
     /// extra step: the FEN position with the double-pushed pawn moved back.
@@ -40,37 +42,45 @@ impl Step {
     }
 }
 
-/// The board that stands in for steps before the first position, and for how many.
+/// What a position set up from a FEN keeps to fill the history before it, in either
+/// [`HistoryFill`] mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Fill {
-    /// The stand-in board (its repetition flag is always off).
-    pub(crate) step: Step,
-    /// Whether it fills every missing step (`FenOnly`) or just the first (`No` with ep).
-    pub(crate) repeat: bool,
+pub(crate) struct FenStart {
+    /// The stand-in board: the FEN's board, with the double-pushed pawn moved back if the
+    /// FEN has an en-passant square (its repetition flag is always off).
+    stand_in: Step,
+    /// Whether the FEN has an en-passant square.
+    ep: bool,
+    /// Whether the FEN is the standard start position (which `FenOnly` does not fill).
+    standard_start: bool,
 }
 
-/// Decides the fill for a first position with `board`, side to move `turn` and the FEN's
-/// en-passant square (kept as given, as lc0 does), under `mode`.
-pub(crate) fn fill_for(
-    board: &Board,
-    turn: Color,
-    ep_square: Option<Square>,
-    is_standard_start: bool,
-    mode: HistoryFill,
-) -> Option<Fill> {
-    let before = ep_square.map(|ep| pawn_moved_back(board, turn, ep));
-    match mode {
-        HistoryFill::No => before.map(|b| Fill {
-            step: Step::new(b, 0),
-            repeat: false,
-        }),
-        HistoryFill::FenOnly if is_standard_start => None,
-        HistoryFill::FenOnly => {
-            let b = before.unwrap_or_else(|| board.clone());
-            Some(Fill {
-                step: Step::new(b, 0),
-                repeat: true,
-            })
+impl FenStart {
+    /// The fill of a first position with `board`, side to move `turn` and the FEN's
+    /// en-passant square (kept as given, as lc0 does).
+    pub(crate) fn new(
+        board: &Board,
+        turn: Color,
+        ep_square: Option<Square>,
+        is_standard_start: bool,
+    ) -> FenStart {
+        let stand_in = match ep_square {
+            Some(ep) => pawn_moved_back(board, turn, ep),
+            None => board.clone(),
+        };
+        FenStart {
+            stand_in: Step::new(stand_in, 0),
+            ep: ep_square.is_some(),
+            standard_start: is_standard_start,
+        }
+    }
+
+    /// The step that stands in for a missing history step under `mode`; `first_missing`
+    /// says whether it is the step just before the first position.
+    pub(crate) fn stand_in(&self, mode: HistoryFill, first_missing: bool) -> Option<&Step> {
+        match mode {
+            HistoryFill::No => (self.ep && first_missing).then_some(&self.stand_in),
+            HistoryFill::FenOnly => (!self.standard_start).then_some(&self.stand_in),
         }
     }
 }

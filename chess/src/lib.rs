@@ -19,7 +19,7 @@ pub use error::ChessError;
 pub use history::{HISTORY_STEPS, HistoryFill};
 pub use terminal::TerminalReason;
 
-use history::{Fill, Step, fill_for};
+use history::{FenStart, Step};
 use repetition::RepetitionTracker;
 
 /// Default maximum game length in plies; a game that reaches it is a draw.
@@ -40,8 +40,10 @@ pub struct ChessState {
     /// The last [`HISTORY_STEPS`] boards, the current one at `head`.
     steps: [Step; HISTORY_STEPS],
     head: usize,
-    /// What stands in for the steps before the first position.
-    fill: Option<Fill>,
+    /// What a state set up from a FEN keeps to fill the steps before its first position.
+    fen_start: Option<FenStart>,
+    /// How those steps are filled by default ([`ChessState::history_board`]).
+    fill_mode: HistoryFill,
     repetitions: RepetitionTracker,
 }
 
@@ -53,7 +55,8 @@ impl Clone for ChessState {
             max_plies: self.max_plies,
             steps: self.steps.clone(),
             head: self.head,
-            fill: self.fill.clone(),
+            fen_start: self.fen_start.clone(),
+            fill_mode: self.fill_mode,
             repetitions: self.repetitions.clone(),
         }
     }
@@ -64,7 +67,8 @@ impl Clone for ChessState {
         self.max_plies = source.max_plies;
         self.steps.clone_from(&source.steps);
         self.head = source.head;
-        self.fill.clone_from(&source.fill);
+        self.fen_start.clone_from(&source.fen_start);
+        self.fill_mode = source.fill_mode;
         self.repetitions.clone_from(&source.repetitions);
     }
 }
@@ -98,11 +102,13 @@ impl ChessState {
             && pos.turn() == Color::White
             && pos.castles().castling_rights() == Castles::new().castling_rights()
             && ep.is_none();
-        let filled = fill_for(pos.board(), pos.turn(), ep, is_start, fill);
-        Ok(Self::from_position(pos, filled))
+        let start = FenStart::new(pos.board(), pos.turn(), ep, is_start);
+        let mut state = Self::from_position(pos, Some(start));
+        state.fill_mode = fill;
+        Ok(state)
     }
 
-    fn from_position(pos: Chess, fill: Option<Fill>) -> ChessState {
+    fn from_position(pos: Chess, fen_start: Option<FenStart>) -> ChessState {
         let first = Step::new(pos.board().clone(), 0);
         let key = first.hash ^ zobrist::state_key(pos.turn(), pos.castles(), pos.maybe_ep_square());
         let mut repetitions = RepetitionTracker::default();
@@ -113,7 +119,8 @@ impl ChessState {
             ply: 0,
             max_plies: DEFAULT_MAX_PLIES,
             head: 0,
-            fill,
+            fen_start,
+            fill_mode: HistoryFill::default(),
             repetitions,
         }
     }
@@ -163,12 +170,31 @@ impl ChessState {
     /// input shows it, in absolute coordinates, or `None` where that step is empty.
     /// Before the first position this is the [`HistoryFill`] stand-in, if any.
     pub fn history_board(&self, t: usize) -> Option<&Board> {
-        self.step(t).map(|s| &s.board)
+        self.history_board_filled(t, self.fill_mode)
+    }
+
+    /// [`ChessState::history_board`] with the steps before the first position filled as
+    /// `mode` says, whatever the state's own mode: each net reads positions set up from a
+    /// FEN with the convention it was trained with.
+    pub fn history_board_filled(&self, t: usize, mode: HistoryFill) -> Option<&Board> {
+        self.step(t, mode).map(|s| &s.board)
+    }
+
+    /// How the steps before the first position are filled by default.
+    pub fn history_fill(&self) -> HistoryFill {
+        self.fill_mode
+    }
+
+    /// Sets how the steps before the first position are filled by default.
+    pub fn set_history_fill(&mut self, mode: HistoryFill) {
+        self.fill_mode = mode;
     }
 
     /// Whether history step `t` has occurred before (lc0's repetition plane).
     pub fn history_repeated(&self, t: usize) -> bool {
-        self.step(t).is_some_and(|s| s.repetitions >= 1)
+        // Stand-ins never carry a repetition flag, so the fill mode does not matter here.
+        self.step(t, HistoryFill::No)
+            .is_some_and(|s| s.repetitions >= 1)
     }
 
     /// Whether history step `t` is a real position of this game (not a fill or empty).
@@ -176,7 +202,7 @@ impl ChessState {
         t < HISTORY_STEPS && (t as u64) <= u64::from(self.ply)
     }
 
-    fn step(&self, t: usize) -> Option<&Step> {
+    fn step(&self, t: usize, mode: HistoryFill) -> Option<&Step> {
         if t >= HISTORY_STEPS {
             return None;
         }
@@ -184,10 +210,9 @@ impl ChessState {
             return Some(&self.steps[(self.head + HISTORY_STEPS - t) % HISTORY_STEPS]);
         }
         let first_missing = self.ply as usize + 1;
-        match &self.fill {
-            Some(fill) if fill.repeat || t == first_missing => Some(&fill.step),
-            _ => None,
-        }
+        self.fen_start
+            .as_ref()
+            .and_then(|start| start.stand_in(mode, t == first_missing))
     }
 
     /// Parses `uci` (castling as `e1g1` or `e1h1`) and plays it if legal.
@@ -271,10 +296,12 @@ impl ChessState {
     /// A hash of everything the network input depends on: the eight history boards and
     /// their repetition flags, castling rights, side to move and halfmove clock, plus the
     /// legal en-passant square (it changes the legal moves).
+    /// The key is the same under either [`HistoryFill`]: it hashes the `FenOnly` steps,
+    /// which include every stand-in board that `No` can show.
     pub fn input_key(&self) -> u64 {
         let mut h = 0u64;
         for t in 0..HISTORY_STEPS {
-            let step_key = match self.step(t) {
+            let step_key = match self.step(t, HistoryFill::FenOnly) {
                 Some(s) => {
                     s.hash
                         ^ if s.repetitions >= 1 {

@@ -5,6 +5,7 @@
 //! A net file must hold every tensor of its net, except the few added to the model since (see
 //! [`may_be_missing`]), which load as zeros.
 
+use cfzero_chess::HistoryFill;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -267,8 +268,12 @@ fn config_of(path: &Path, parsed: &Parsed) -> Result<NetworkConfig, CheckpointEr
         .metadata
         .get(CONFIG_KEY)
         .ok_or_else(|| corrupt(path, format!("no `{CONFIG_KEY}` metadata")))?;
-    let config: NetworkConfig = serde_json::from_str(json)
+    let mut config: NetworkConfig = serde_json::from_str(json)
         .map_err(|e| corrupt(path, format!("bad network config: {e}")))?;
+    // Nets written before the key existed were trained with no history fill.
+    if !json.contains("\"history_fill\"") {
+        config.history_fill = HistoryFill::No;
+    }
     config.validate().map_err(|e| corrupt(path, e))?;
     Ok(config)
 }

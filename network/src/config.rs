@@ -1,5 +1,6 @@
 //! The `[network]` table of a config: the shape of a Chessformer.
 
+use cfzero_chess::HistoryFill;
 use serde::{Deserialize, Serialize};
 
 /// Normalisation used after each residual sum of the encoder.
@@ -105,6 +106,14 @@ pub struct NetworkConfig {
     /// Which optional heads exist (the `[network.outputs]` table).
     #[serde(default)]
     pub outputs: HeadsConfig,
+    /// How the input history before a position set up from a FEN is filled, the one
+    /// convention of this net in every code path (self-play openings, matches, UCI
+    /// `position fen`, puzzles, training samples, V6 export): `"fen_only"` (Lc0's default
+    /// and its training data's: every missing step repeats the position; the standard start
+    /// position gets no fill) or `"no"` (missing steps stay empty). Net files written before
+    /// this key existed read as `"no"`, the convention they were trained with.
+    #[serde(default)]
+    pub history_fill: HistoryFill,
 }
 
 fn default_moves_left_channels() -> usize {

@@ -37,7 +37,7 @@ fn real_positions() -> (Tensor, Vec<Vec<usize>>) {
         let state =
             ChessState::from_fen(line, HistoryFill::No).unwrap_or_else(|e| panic!("{line}: {e}"));
         let mut tokens = vec![0f32; INPUT_FLOATS];
-        state.encode(&mut tokens);
+        state.encode(state.history_fill(), &mut tokens);
         state.legal_moves(&mut moves);
         inputs.extend_from_slice(&tokens);
         legal.push(moves.iter().map(|m| state.policy_index(m)).collect());

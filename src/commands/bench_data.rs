@@ -40,6 +40,7 @@ pub fn run(args: &DataBenchArgs) -> Result<()> {
     let targets = TargetOptions {
         q_target: QTarget::Best,
         q_ratio: 0.25,
+        history_fill: Default::default(),
     };
     let batch_size = args.batch.max(1);
     let budget = Duration::from_secs_f64(args.seconds.clamp(0.1, 3600.0));
@@ -56,7 +57,14 @@ pub fn run(args: &DataBenchArgs) -> Result<()> {
         while start.elapsed() < budget {
             batch.reset(batch_size);
             for slot in 0..batch_size {
-                source.fill(Split::Training, &mut rng, &mut batch, slot, &mut scratch, &targets)?;
+                source.fill(
+                    Split::Training,
+                    &mut rng,
+                    &mut batch,
+                    slot,
+                    &mut scratch,
+                    &targets,
+                )?;
             }
             samples += batch_size;
         }

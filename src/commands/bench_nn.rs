@@ -232,7 +232,7 @@ fn real_positions(path: &Path, max: usize) -> Result<(Tensor, Vec<Vec<usize>>)> 
     for fen in fens.iter().take(max) {
         let state = ChessState::from_fen(fen, HistoryFill::No).map_err(user_error)?;
         let mut tokens = vec![0.0f32; INPUT_FLOATS];
-        state.encode(&mut tokens);
+        state.encode(state.history_fill(), &mut tokens);
         state.legal_moves(&mut moves);
         if moves.is_empty() {
             continue;

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_fsutil::write_file_atomically;
 use cfzero_network::checkpoint::load_net;
-use cfzero_network::encoding::{PLANES, TOKEN_FLOATS, encode_tokens};
+use cfzero_network::encoding::{PLANES, TOKEN_FLOATS, encode_tokens_filled};
 use cfzero_network::model::{ModelOutputs, ValueOutputs};
 use cfzero_selfplay::openings::read_openings;
 use clap::Args;
@@ -119,7 +119,8 @@ pub fn run(args: &OutputsArgs) -> Result<String> {
     for fen in &positions {
         let state = ChessState::from_fen(fen, HistoryFill::No).map_err(user_error)?;
         let mut tokens = vec![0.0f32; TOKEN_FLOATS];
-        encode_tokens(&state, &mut tokens);
+        // The net's own convention for the history before the FEN's position.
+        encode_tokens_filled(&state, net.config.history_fill, &mut tokens);
         inputs.push(tokens);
     }
     let flat: Vec<f32> = inputs.concat();

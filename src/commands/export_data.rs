@@ -48,6 +48,9 @@ pub fn run(args: &ExportDataArgs) -> Result<()> {
             games_dir.display()
         )));
     }
+    // The run's convention for the history before a FEN start (its frozen config).
+    let config = crate::config::Config::load(&RunDir::new(&args.run).config())?;
+    let fill = config.network.history_fill;
     let mut files = Vec::new();
     collect_record_files(&games_dir, &mut files)
         .with_context(|| format!("listing {}", games_dir.display()))?;
@@ -68,7 +71,7 @@ pub fn run(args: &ExportDataArgs) -> Result<()> {
             }
         };
         for game in &records {
-            let v6 = match game_to_v6(game) {
+            let v6 = match game_to_v6(game, fill) {
                 Ok(v) if !v.is_empty() => v,
                 Ok(_) => continue,
                 Err(e) => {

@@ -128,6 +128,7 @@ pub fn targets(config: &Config) -> TargetOptions {
     TargetOptions {
         q_target: config.train.q_target,
         q_ratio: config.train.q_ratio,
+        history_fill: config.network.history_fill,
     }
 }
 

@@ -8,7 +8,8 @@
 //! draw and moves-left NaN, visits 0). Positions searched with the cheap budget carry no
 //! policy target and are left out, as cfzero's own trainer leaves them out.
 
-use cfzero_network::encoding::{encode_planes, move_index};
+use cfzero_chess::HistoryFill;
+use cfzero_network::encoding::{encode_planes_filled, move_index};
 use cfzero_selfplay::record::dequantize_probability;
 use cfzero_selfplay::replay::{ReplayError, replay};
 use cfzero_selfplay::{GameRecord, GameResult, Termination};
@@ -20,8 +21,9 @@ const ADJUDICATED: u8 = 1 << 5;
 /// `invariance_info` bit: the game reached the maximum length.
 const MAX_LENGTH_EXCEEDED: u8 = 1 << 4;
 
-/// The V6 records of `game`'s trainable positions, in order.
-pub fn game_to_v6(game: &GameRecord) -> Result<Vec<V6Record>, ReplayError> {
+/// The V6 records of `game`'s trainable positions, in order, the history before a FEN start
+/// filled as `fill` says (the net's convention; Lc0's own data uses `FenOnly`).
+pub fn game_to_v6(game: &GameRecord, fill: HistoryFill) -> Result<Vec<V6Record>, ReplayError> {
     let mut out = Vec::new();
     let total = game.positions.len();
     let flags = match game.termination {
@@ -36,7 +38,7 @@ pub fn game_to_v6(game: &GameRecord) -> Result<Vec<V6Record>, ReplayError> {
         }
         let turn = state.turn();
         let mut r = V6Record::empty();
-        r.set_input_planes(&encode_planes(state));
+        r.set_input_planes(&encode_planes_filled(state, fill));
         let sum: f32 = pos.policy.iter().map(|&q| dequantize_probability(q)).sum();
         let mut best = (f32::MIN, 0usize);
         for (mv, &q) in legal.iter().zip(&pos.policy) {

@@ -1,7 +1,8 @@
 //! Turning a recorded position into network inputs and training targets.
 
+use cfzero_chess::HistoryFill;
 use cfzero_mcts::Game;
-use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens, move_index};
+use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
 use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::record::dequantize_probability;
 use cfzero_selfplay::replay::{ReplayError, replay_prefix};
@@ -16,6 +17,9 @@ pub struct TargetOptions {
     /// Share of the WDL target taken from that search value (with the root's draw
     /// probability) instead of the game's result.
     pub q_ratio: f32,
+    /// How the input history before a game's FEN start is filled: the net's convention
+    /// (`NetworkConfig::history_fill`).
+    pub history_fill: HistoryFill,
 }
 
 impl TargetOptions {
@@ -104,8 +108,9 @@ pub fn fill_position(
             legal: scratch.legal.len(),
         });
     }
-    encode_tokens(
+    encode_tokens_filled(
         &state,
+        targets.history_fill,
         &mut batch.inputs[slot * TOKEN_FLOATS..(slot + 1) * TOKEN_FLOATS],
     );
 

@@ -43,6 +43,7 @@ fn targets() -> TargetOptions {
     TargetOptions {
         q_target: QTarget::Best,
         q_ratio: 0.25,
+        ..TargetOptions::default()
     }
 }
 

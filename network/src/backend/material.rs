@@ -3,6 +3,7 @@
 
 use super::{Backend, BackendError, BackendOutputs, Capabilities, NamedWeights, check_inputs};
 use crate::encoding::PLANES;
+use cfzero_chess::HistoryFill;
 
 /// Values of pawn, knight, bishop, rook, queen and king, in the order of the input's piece
 /// planes (ours are planes 0 to 5, theirs 6 to 11 of the current position).
@@ -23,6 +24,8 @@ impl Backend for MaterialBackend {
             device: "cpu".into(),
             precision: "f32".into(),
             max_batch: usize::MAX,
+            // Material ignores the history.
+            history_fill: HistoryFill::default(),
         }
     }
 

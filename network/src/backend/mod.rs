@@ -17,6 +17,7 @@ pub use tch_net::TchBackend;
 
 use crate::encoding::POLICY_SIZE;
 use crate::inference::INPUT_FLOATS;
+use cfzero_chess::HistoryFill;
 
 /// Why a backend could not evaluate or reload.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,6 +44,9 @@ pub struct Capabilities {
     pub precision: String,
     /// The batch size it was prepared for (larger batches still run).
     pub max_batch: usize,
+    /// How the net fills the input history before a position set up from a FEN (the
+    /// convention it was trained with); the inference server encodes positions with it.
+    pub history_fill: HistoryFill,
 }
 
 /// The play heads of a batch of `n` positions, flat and reused between calls.

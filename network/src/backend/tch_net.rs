@@ -61,6 +61,7 @@ impl Backend for TchBackend {
             device: format!("{:?}", self.net.device()).to_lowercase(),
             precision: kind_name(self.net.kind()),
             max_batch: self.max_batch,
+            history_fill: self.net.config.history_fill,
         }
     }
 

@@ -12,8 +12,8 @@ pub mod tokens;
 
 pub use attention::attention_gather;
 pub use move_index::{PolicyMove, legal_move_for_index, move_index, move_strings, policy_move};
-pub use planes::{InputPlanes, encode_planes};
-pub use tokens::{TOKEN_FLOATS, encode_tokens};
+pub use planes::{InputPlanes, encode_planes, encode_planes_filled};
+pub use tokens::{TOKEN_FLOATS, encode_tokens, encode_tokens_filled};
 
 /// Number of input planes (features per square token).
 pub const PLANES: usize = 112;

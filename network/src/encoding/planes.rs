@@ -5,7 +5,7 @@
 //! the halfmove clock (109), zeros (110) and ones (111). Boards are seen from the side to
 //! move: for black every board is mirrored vertically.
 
-use cfzero_chess::{ChessState, HISTORY_STEPS};
+use cfzero_chess::{ChessState, HISTORY_STEPS, HistoryFill};
 use shakmaty::{CastlingSide, Color, Role};
 
 use super::{HALFMOVE_PLANE, PLANES};
@@ -35,8 +35,14 @@ impl Default for InputPlanes {
     }
 }
 
-/// Encodes `state` (with its history) into lc0's 112 planes.
+/// Encodes `state` (with its history, filled before a FEN's position as the state's own
+/// [`ChessState::history_fill`] says) into lc0's 112 planes.
 pub fn encode_planes(state: &ChessState) -> InputPlanes {
+    encode_planes_filled(state, state.history_fill())
+}
+
+/// [`encode_planes`] with the history before a FEN's position filled as `fill` says.
+pub fn encode_planes_filled(state: &ChessState, fill: HistoryFill) -> InputPlanes {
     let mut planes = InputPlanes::default();
     let us = state.turn();
     let them = !us;
@@ -49,7 +55,7 @@ pub fn encode_planes(state: &ChessState) -> InputPlanes {
         }
     };
     for t in 0..HISTORY_STEPS {
-        let Some(board) = state.history_board(t) else {
+        let Some(board) = state.history_board_filled(t, fill) else {
             // Steps are filled from the present backwards: the first empty one ends them.
             break;
         };

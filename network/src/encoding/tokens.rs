@@ -1,9 +1,9 @@
 //! The input planes as the Chessformer reads them: 64 square tokens of 112 features,
 //! token-major (`out[sq * 112 + plane]`), with the halfmove clock scaled by 1/99.
 
-use cfzero_chess::ChessState;
+use cfzero_chess::{ChessState, HistoryFill};
 
-use super::planes::{InputPlanes, encode_planes};
+use super::planes::{InputPlanes, encode_planes, encode_planes_filled};
 use super::{HALFMOVE_PLANE, HALFMOVE_SCALE, PLANES};
 
 /// Number of floats of one position's tokens (64 squares x 112 planes).
@@ -44,4 +44,9 @@ impl InputPlanes {
 /// Encodes `state` straight into tokens (see [`InputPlanes::write_tokens`]).
 pub fn encode_tokens(state: &ChessState, out: &mut [f32]) {
     encode_planes(state).write_tokens(out);
+}
+
+/// [`encode_tokens`] with the history before a FEN's position filled as `fill` says.
+pub fn encode_tokens_filled(state: &ChessState, fill: HistoryFill, out: &mut [f32]) {
+    encode_planes_filled(state, fill).write_tokens(out);
 }

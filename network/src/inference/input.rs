@@ -1,24 +1,25 @@
 //! What the inference server needs from a game: its network input and the policy index of a move.
 
-use cfzero_chess::ChessState;
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::Game;
 
-use crate::encoding::{encode_tokens, move_index};
+use crate::encoding::{encode_tokens_filled, move_index};
 
 /// Floats of one position's input: 64 tokens of 112 features.
 pub const INPUT_FLOATS: usize = crate::encoding::TOKEN_FLOATS;
 
 /// A game state the network can evaluate.
 pub trait NetInput: Game {
-    /// Writes the position's `[64][112]` token-major input to `out` (length [`INPUT_FLOATS`]).
-    fn encode(&self, out: &mut [f32]);
+    /// Writes the position's `[64][112]` token-major input to `out` (length [`INPUT_FLOATS`]),
+    /// the history before a FEN's position filled as `fill` says (the net's convention).
+    fn encode(&self, fill: HistoryFill, out: &mut [f32]);
     /// Index of legal move `mv` in the 1858-entry policy vector.
     fn policy_index(&self, mv: &Self::Move) -> usize;
 }
 
 impl NetInput for ChessState {
-    fn encode(&self, out: &mut [f32]) {
-        encode_tokens(self, out);
+    fn encode(&self, fill: HistoryFill, out: &mut [f32]) {
+        encode_tokens_filled(self, fill, out);
     }
 
     fn policy_index(&self, mv: &Self::Move) -> usize {

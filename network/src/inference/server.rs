@@ -255,7 +255,10 @@ impl<G: NetInput> Evaluator<G> for InferenceHandle<G> {
         move_starts.push(0);
         for i in 0..n {
             let state = batch.state(i);
-            state.encode(&mut inputs[i * INPUT_FLOATS..(i + 1) * INPUT_FLOATS]);
+            state.encode(
+                self.capabilities.history_fill,
+                &mut inputs[i * INPUT_FLOATS..(i + 1) * INPUT_FLOATS],
+            );
             moves.extend(batch.moves(i).iter().map(|m| state.policy_index(m) as u32));
             move_starts.push(moves.len());
         }

@@ -1,5 +1,6 @@
 //! Lc0 file -> cfzero net, for attention bodies cfzero evaluates exactly as Lc0 does.
 
+use cfzero_chess::HistoryFill;
 use std::path::Path;
 
 use prost::Message;
@@ -235,6 +236,8 @@ fn infer_config(w: &Weights, smolgen: bool, moves_left: bool) -> Result<NetworkC
         moves_left_channels,
         moves_left_hidden,
         qkv_bias: true,
+        // Lc0 trains and plays with fen_only.
+        history_fill: HistoryFill::FenOnly,
         outputs: HeadsConfig {
             soft_policy: false,
             winner: true,
