@@ -7,6 +7,7 @@ use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
 use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
+use std::ops::ControlFlow;
 
 /// Why an opening file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -229,121 +230,75 @@ fn fen_lines(text: &str, name: &str) -> Result<Vec<(BookPlace, String)>, Opening
     Ok(out)
 }
 
-/// The FEN after the main line of each PGN game of `text` (comments, variations, NAGs and
-/// move numbers skipped; a `FEN` tag sets the start). Errors are (1-based game, reason).
+/// The FEN after the main line of each PGN game of `text` (read with `pgn-reader`:
+/// comments, variations, NAGs and move numbers skipped; a `FEN` tag sets the start).
+/// Errors are (1-based game, reason).
 pub fn pgn_final_positions(text: &str) -> Result<Vec<String>, (usize, String)> {
+    let mut reader = pgn_reader::Reader::new(text.as_bytes());
     let mut out = Vec::new();
-    let mut game: Option<Chess> = None;
-    let mut in_tags = false;
-    let finish = |game: &mut Option<Chess>, out: &mut Vec<String>| {
-        if let Some(pos) = game.take() {
-            out.push(Fen::from_position(&pos, EnPassantMode::Legal).to_string());
-        }
-    };
-    let bad = |out: &Vec<String>, reason: String| (out.len() + 1, reason);
-    for token in pgn_tokens(text) {
-        match token {
-            PgnToken::Tag(name, value) => {
-                if !in_tags {
-                    finish(&mut game, &mut out);
-                    game = Some(Chess::default());
-                    in_tags = true;
-                }
-                if name == "FEN" {
-                    let fen: Fen = value
-                        .parse()
-                        .map_err(|e| bad(&out, format!("FEN tag {value:?}: {e}")))?;
-                    let pos = fen
-                        .into_position(CastlingMode::Standard)
-                        .map_err(|e| bad(&out, format!("FEN tag {value:?}: {e}")))?;
-                    game = Some(pos);
-                }
+    loop {
+        let game = out.len() + 1;
+        match reader.read_game(&mut FinalPosition) {
+            Ok(None) => return Ok(out),
+            Ok(Some(Ok(pos))) => {
+                out.push(Fen::from_position(&pos, EnPassantMode::Legal).to_string())
             }
-            PgnToken::Move(san) => {
-                in_tags = false;
-                let pos = game.get_or_insert_with(Chess::default);
-                // Annotation glyphs ("!?", "?!") are not SAN.
-                let san = san.trim_end_matches(['!', '?']);
-                let mv = san
-                    .parse::<SanPlus>()
-                    .map_err(|_| bad(&out, format!("{san:?} is not a move in SAN")))
-                    .and_then(|s| {
-                        s.san
-                            .to_move(pos)
-                            .map_err(|_| bad(&out, format!("{san} is not legal here")))
-                    })?;
+            Ok(Some(Err(reason))) => return Err((game, reason)),
+            Err(e) => return Err((game, format!("unreadable PGN: {e}"))),
+        }
+    }
+}
+
+/// Plays a game's main line; its output is the final position or why not.
+struct FinalPosition;
+
+impl pgn_reader::Visitor for FinalPosition {
+    type Tags = Result<Chess, String>;
+    type Movetext = Chess;
+    type Output = Result<Chess, String>;
+
+    fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
+        ControlFlow::Continue(Ok(Chess::default()))
+    }
+
+    fn tag(
+        &mut self,
+        tags: &mut Self::Tags,
+        name: &[u8],
+        value: pgn_reader::RawTag<'_>,
+    ) -> ControlFlow<Self::Output> {
+        if name == b"FEN" {
+            let text = value.decode_utf8_lossy();
+            *tags = text
+                .parse::<Fen>()
+                .map_err(|e| e.to_string())
+                .and_then(|f| {
+                    f.into_position(CastlingMode::Standard)
+                        .map_err(|e| e.to_string())
+                })
+                .map_err(|e| format!("FEN tag {text:?}: {e}"));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, Self::Movetext> {
+        match tags {
+            Ok(pos) => ControlFlow::Continue(pos),
+            Err(e) => ControlFlow::Break(Err(e)),
+        }
+    }
+
+    fn san(&mut self, pos: &mut Chess, san_plus: SanPlus) -> ControlFlow<Self::Output> {
+        match san_plus.san.to_move(pos) {
+            Ok(mv) => {
                 pos.play_unchecked(mv);
+                ControlFlow::Continue(())
             }
-            PgnToken::Result => {
-                in_tags = false;
-                finish(&mut game, &mut out);
-            }
+            Err(_) => ControlFlow::Break(Err(format!("{san_plus} is not legal here"))),
         }
     }
-    finish(&mut game, &mut out);
-    Ok(out)
-}
 
-/// What the PGN reader cares about.
-enum PgnToken<'a> {
-    /// `[Name "Value"]`.
-    Tag(&'a str, String),
-    /// A move in SAN, annotations still attached.
-    Move(&'a str),
-    /// `1-0`, `0-1`, `1/2-1/2` or `*`.
-    Result,
-}
-
-/// The tags, moves and results of `text`, skipping comments, variations, NAGs and numbers.
-fn pgn_tokens(text: &str) -> Vec<PgnToken<'_>> {
-    let mut tokens = Vec::new();
-    let mut depth = 0usize;
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        let skip = |n: usize| &rest[n..];
-        match c {
-            '{' => rest = rest.find('}').map_or("", |i| skip(i + 1)),
-            ';' => rest = rest.find('\n').map_or("", skip),
-            '(' => {
-                depth += 1;
-                rest = skip(1);
-            }
-            ')' => {
-                depth = depth.saturating_sub(1);
-                rest = skip(1);
-            }
-            '[' if depth == 0 => {
-                let end = rest.find(']').unwrap_or(rest.len());
-                let inner = rest[1..end].trim();
-                if let Some((name, value)) = inner.split_once(char::is_whitespace) {
-                    let value = value.trim().trim_matches('"').replace("\\\"", "\"");
-                    tokens.push(PgnToken::Tag(name, value));
-                }
-                rest = &rest[(end + 1).min(rest.len())..];
-            }
-            c if c.is_whitespace() => rest = skip(c.len_utf8()),
-            _ => {
-                let end = rest
-                    .find(|c: char| c.is_whitespace() || "{}();[".contains(c))
-                    .unwrap_or(rest.len())
-                    .max(c.len_utf8());
-                let word = &rest[..end];
-                rest = &rest[end..];
-                if depth > 0 {
-                    continue;
-                }
-                if matches!(word, "1-0" | "0-1" | "1/2-1/2" | "*") {
-                    tokens.push(PgnToken::Result);
-                    continue;
-                }
-                // "12." and "12..." prefix a move or stand alone.
-                match word.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.') {
-                    "" => {}
-                    w if w.starts_with('$') => {}
-                    w => tokens.push(PgnToken::Move(w)),
-                }
-            }
-        }
+    fn end_game(&mut self, pos: Chess) -> Self::Output {
+        Ok(pos)
     }
-    tokens
 }

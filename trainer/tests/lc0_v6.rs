@@ -177,7 +177,8 @@ fn cfzero_games_survive_a_round_trip_through_v6() {
     let mut checked = 0;
     for seed in 0..6 {
         let game = support::random_game(seed, 120);
-        let chunk = encode_chunk(&game_to_v6(&game, cfzero_chess::HistoryFill::FenOnly).unwrap()).unwrap();
+        let chunk =
+            encode_chunk(&game_to_v6(&game, cfzero_chess::HistoryFill::FenOnly).unwrap()).unwrap();
         let records = decode_chunk(&chunk).unwrap();
         assert_eq!(records.len(), game.positions.len());
         for (ply, record) in records.iter().enumerate() {
