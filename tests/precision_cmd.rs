@@ -99,6 +99,39 @@ fn train_falls_back_to_f32_with_a_notice_without_native_bf16() {
 }
 
 #[test]
+fn each_side_of_a_match_takes_its_own_precision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let net = save_micro_net(tmp.path());
+    let net = net.to_str().unwrap();
+    let out = run(
+        &[
+            "match",
+            "--device",
+            "cpu",
+            "--a-net",
+            net,
+            "--b-net",
+            net,
+            "--a-sims",
+            "2",
+            "--b-sims",
+            "2",
+            "--games",
+            "2",
+            "--max-plies",
+            "16",
+            "--a-precision",
+            "bf16",
+            "--b-precision",
+            "f32",
+        ],
+        "1",
+    );
+    stderr_has(&out, BF16_PATH);
+    stderr_has(&out, "inference precision: f32 (f32 requested)");
+}
+
+#[test]
 fn match_and_puzzles_take_the_precision_flag() {
     let tmp = tempfile::tempdir().unwrap();
     let net = save_micro_net(tmp.path());

@@ -147,6 +147,12 @@ pub struct MatchArgs {
     /// f32 or bf16.
     #[arg(long, default_value = "auto")]
     pub precision: Precision,
+    /// Player A's precision, instead of `--precision` (e.g. a net in bf16 against itself in f32).
+    #[arg(long)]
+    pub a_precision: Option<Precision>,
+    /// Player B's precision, instead of `--precision`.
+    #[arg(long)]
+    pub b_precision: Option<Precision>,
     /// Print the result as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -552,8 +558,8 @@ pub fn run(args: &MatchArgs) -> Result<()> {
     let search = play_search(args.config.as_deref())?;
     let device = parse_device(&args.device).map_err(user_error)?;
     let (label_a, label_b) = (side_a.label(), side_b.label());
-    let handle_a = serve(&side_a, device, args.precision)?;
-    let handle_b = serve(&side_b, device, args.precision)?;
+    let handle_a = serve(&side_a, device, args.a_precision.unwrap_or(args.precision))?;
+    let handle_b = serve(&side_b, device, args.b_precision.unwrap_or(args.precision))?;
     let mut a = player(&side_a, handle_a.as_ref(), &search, concurrency)?;
     let mut b = player(&side_b, handle_b.as_ref(), &search, concurrency)?;
     let mut pgn = match &args.pgn {
