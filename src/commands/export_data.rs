@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cfzero_fsutil::write_file_atomically;
+use cfzero_network::checkpoint::read_net_config;
 use cfzero_selfplay::record::read_records;
 use cfzero_selfplay::window::{collect_record_files, natural_cmp};
 use cfzero_trainer::lc0_v6::encode_chunk;
@@ -48,9 +49,21 @@ pub fn run(args: &ExportDataArgs) -> Result<()> {
             games_dir.display()
         )));
     }
-    // The run's convention for the history before a FEN start (its frozen config).
-    let config = crate::config::Config::load(&RunDir::new(&args.run).config())?;
-    let fill = config.network.history_fill;
+    // The run's convention for the history before a FEN start: its newest net's (a resumed
+    // run keeps its nets' convention), else its frozen config's.
+    let dir = RunDir::new(&args.run);
+    let fill = match dir.published()?.last() {
+        Some(&g) => {
+            read_net_config(&dir.net(g))
+                .map_err(user_error)?
+                .history_fill
+        }
+        None => {
+            crate::config::Config::load(&dir.config())?
+                .network
+                .history_fill
+        }
+    };
     let mut files = Vec::new();
     collect_record_files(&games_dir, &mut files)
         .with_context(|| format!("listing {}", games_dir.display()))?;

@@ -69,7 +69,7 @@ pub fn train(
         config.train.batch_size,
         config.train.loader_threads,
         seed,
-        targets(config),
+        targets(config, learner),
     );
     let pb = bar(steps, "train", "steps");
     let start = Instant::now();
@@ -123,12 +123,13 @@ pub fn train(
     Ok(summary)
 }
 
-/// How the config turns records into value targets.
-pub fn targets(config: &Config) -> TargetOptions {
+/// How the config turns records into value targets, with the history convention of the net
+/// being trained (a resumed run keeps its nets' convention, whatever its frozen config says).
+pub fn targets(config: &Config, learner: &Learner) -> TargetOptions {
     TargetOptions {
         q_target: config.train.q_target,
         q_ratio: config.train.q_ratio,
-        history_fill: config.network.history_fill,
+        history_fill: learner.net().config.history_fill,
     }
 }
 
@@ -149,7 +150,7 @@ pub fn validate(
     let mut rng = ChaCha8Rng::seed_from_u64(config.run.seed ^ 0x5641_4C49_4441_5445);
     let mut scratch = SampleScratch::default();
     let mut batch = HostBatch::default();
-    let options = targets(config);
+    let options = targets(config, learner);
     let mut sum: Option<StepMetrics> = None;
     let mut done = 0;
     while done < total {
