@@ -334,17 +334,12 @@ impl V6Record {
 
     /// The 112 input planes of the position, as cfzero's encoder builds them.
     pub fn input_planes(&self) -> InputPlanes {
-        let mut planes = InputPlanes::default();
-        planes.masks[..HISTORY_PLANES].copy_from_slice(&self.planes);
-        let flag = |b: u8| if b != 0 { u64::MAX } else { 0 };
-        for (i, &c) in self.castling.iter().enumerate() {
-            planes.masks[HISTORY_PLANES + i] = flag(c);
-        }
-        planes.masks[HISTORY_PLANES + 4] = flag(self.side_to_move_or_enpassant);
-        planes.masks[HALFMOVE_PLANE] = u64::MAX;
-        planes.values[HALFMOVE_PLANE] = f32::from(self.rule50_count);
-        planes.masks[PLANES - 1] = u64::MAX;
-        planes
+        input_planes_of(
+            &self.planes,
+            self.castling,
+            self.side_to_move_or_enpassant,
+            self.rule50_count,
+        )
     }
 
     /// The history planes, castling, side-to-move and rule-50 fields of `planes` (as
@@ -394,6 +389,27 @@ impl V6Record {
             reserved: 0,
         }
     }
+}
+
+/// The 112 input planes of a format-1 record's fields: the history planes (cfzero's bit
+/// order), the four castling bytes, the side-to-move byte and the rule-50 count.
+pub fn input_planes_of(
+    history: &[u64; HISTORY_PLANES],
+    castling: [u8; 4],
+    black_to_move: u8,
+    rule50: u8,
+) -> InputPlanes {
+    let mut planes = InputPlanes::default();
+    planes.masks[..HISTORY_PLANES].copy_from_slice(history);
+    let flag = |b: u8| if b != 0 { u64::MAX } else { 0 };
+    for (i, &c) in castling.iter().enumerate() {
+        planes.masks[HISTORY_PLANES + i] = flag(c);
+    }
+    planes.masks[HISTORY_PLANES + 4] = flag(black_to_move);
+    planes.masks[HALFMOVE_PLANE] = u64::MAX;
+    planes.values[HALFMOVE_PLANE] = f32::from(rule50);
+    planes.masks[PLANES - 1] = u64::MAX;
+    planes
 }
 
 /// The records of one chunk: `data` is gzip (Lc0's files) or already raw; a chunk must hold

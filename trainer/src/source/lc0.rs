@@ -17,7 +17,9 @@ use cfzero_network::encoding::{InputPlanes, POLICY_SIZE, TOKEN_FLOATS};
 
 use super::{SampleSource, SourceError, Split};
 use crate::config::QTarget;
-use crate::lc0_v6::{HISTORY_PLANES, MAX_CHUNK_BYTES, V6Error, V6Record, decode_chunk};
+use crate::lc0_v6::{
+    HISTORY_PLANES, MAX_CHUNK_BYTES, V6Error, V6Record, decode_chunk, input_planes_of,
+};
 use crate::sample::{HostBatch, SampleScratch, TargetOptions, wdl_of};
 
 /// How much of a data set is read, and how much is held out.
@@ -69,13 +71,14 @@ impl Position {
         }
     }
 
+    /// The input planes, built in place (a sample allocates nothing).
     fn input_planes(&self) -> InputPlanes {
-        let mut r = V6Record::empty();
-        r.planes = self.planes;
-        r.castling = self.castling;
-        r.side_to_move_or_enpassant = u8::from(self.black_to_move);
-        r.rule50_count = self.rule50;
-        r.input_planes()
+        input_planes_of(
+            &self.planes,
+            self.castling,
+            u8::from(self.black_to_move),
+            self.rule50,
+        )
     }
 
     /// Writes the position's inputs and targets into slot `slot` of `batch`.
@@ -163,7 +166,7 @@ impl Lc0Source {
             let result = if is_tar {
                 source.read_tar(&file, &limits, &mut skipped)
             } else {
-                read_bounded(File::open(&file)?).map(|data| {
+                File::open(&file).and_then(read_bounded).map(|data| {
                     source.add_chunk(&file, &data, &limits, &mut skipped);
                 })
             };
