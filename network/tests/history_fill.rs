@@ -19,7 +19,12 @@ const FENS: [&str; 2] = [
     "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
 ];
 
+/// libtorch's random generator is global and the tests of this file run in parallel: seeding
+/// and building hold this lock, so the same seed gives the same weights every time.
+static SEEDED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn net_with(fill: HistoryFill) -> Net {
+    let _seeded = SEEDED.lock().unwrap_or_else(|e| e.into_inner());
     tch::manual_seed(5);
     let mut cfg = preset("micro");
     cfg.history_fill = fill;
@@ -54,14 +59,13 @@ fn direct_value(net: &Net, state: &ChessState, fill: HistoryFill) -> f32 {
 fn the_server_encodes_with_the_nets_convention_whatever_the_state_says() {
     for fen in FENS {
         for net_fill in [HistoryFill::No, HistoryFill::FenOnly] {
-            let expected = direct_value(
-                &net_with(net_fill),
-                &ChessState::from_fen(fen, net_fill).unwrap(),
-                net_fill,
-            );
+            // One net, copied for each server: the weights never depend on the global RNG.
+            let net = net_with(net_fill);
+            let reference = ChessState::from_fen(fen, net_fill).unwrap();
+            let expected = direct_value(&net, &reference, net_fill);
             for state_fill in [HistoryFill::No, HistoryFill::FenOnly] {
                 let state = ChessState::from_fen(fen, state_fill).unwrap();
-                let got = served_value(net_with(net_fill), &state);
+                let got = served_value(net.try_clone().unwrap(), &state);
                 assert!(
                     (got - expected).abs() < 1e-4,
                     "{fen}: net {net_fill:?}, state {state_fill:?}: {got} vs {expected}"
