@@ -196,10 +196,7 @@ impl ReplayWindow {
     /// `NAME.cfzg.quarantined` (kept for inspection, never read again, also after a resume)
     /// and returned with the skipped files. Returns the number of games added.
     pub fn load_new_files(&mut self, dir: &Path) -> std::io::Result<(usize, Vec<SkippedFile>)> {
-        let mut files = Vec::new();
-        collect_record_files(dir, &mut files)?;
-        // Numbers by value: gen-10000 comes after gen-9999, g100000 after g99999.
-        files.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
+        let files = sorted_record_files(dir)?;
         let mut added = 0;
         let mut skipped = Vec::new();
         for path in files {
@@ -274,6 +271,15 @@ fn validate_all(path: &Path, games: Vec<GameRecord>) -> Result<Vec<GameRecord>, 
         })?;
     }
     Ok(games)
+}
+
+/// The record files under `dir` (recursively; a missing `dir` has none) in the order they
+/// are read: numbers by value ([`natural_cmp`]), so gen-10000 comes after gen-9999.
+pub fn sorted_record_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    collect_record_files(dir, &mut files)?;
+    files.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
+    Ok(files)
 }
 
 /// Appends the record files under `dir` (recursively; a missing `dir` has none) to `out`,

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use cfzero_fsutil::write_file_atomically;
 use cfzero_network::checkpoint::read_net_config;
 use cfzero_selfplay::record::read_records;
-use cfzero_selfplay::window::{collect_record_files, natural_cmp};
+use cfzero_selfplay::window::sorted_record_files;
 use cfzero_trainer::lc0_v6::encode_chunk;
 use cfzero_trainer::lc0_v6_writer::game_to_v6;
 use clap::{Args, ValueEnum};
@@ -64,10 +64,8 @@ pub fn run(args: &ExportDataArgs) -> Result<()> {
                 .history_fill
         }
     };
-    let mut files = Vec::new();
-    collect_record_files(&games_dir, &mut files)
+    let files = sorted_record_files(&games_dir)
         .with_context(|| format!("listing {}", games_dir.display()))?;
-    files.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let start = Instant::now();

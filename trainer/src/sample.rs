@@ -41,6 +41,13 @@ pub fn wdl_of(q: f32, d: f32) -> [f32; 3] {
     [(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0]
 }
 
+/// The W/D/L target: the game's result `result`, with a share `q_ratio` (clamped to [0, 1])
+/// taken from the search's `searched` (every sample source mixes the same way).
+pub fn mixed_wdl(result: [f32; 3], searched: [f32; 3], q_ratio: f32) -> [f32; 3] {
+    let r = q_ratio.clamp(0.0, 1.0);
+    std::array::from_fn(|i| (1.0 - r) * result[i] + r * searched[i])
+}
+
 /// A batch of positions on the host, as flat buffers in the layout of
 /// [`cfzero_network::TrainingBatch`]; reused from batch to batch.
 #[derive(Debug, Clone, Default)]
@@ -134,19 +141,9 @@ pub fn fill_position(
     }
     let z = game.result.value_for(turn);
     let q = targets.q(record);
-    let r = targets.q_ratio.clamp(0.0, 1.0);
-    let searched = wdl_of(q, record.root_d);
-    let wdl = &mut batch.wdl[slot * 3..slot * 3 + 3];
-    for (i, w) in wdl.iter_mut().enumerate() {
-        *w = r * searched[i];
-    }
-    wdl[if z > 0.0 {
-        0
-    } else if z < 0.0 {
-        2
-    } else {
-        1
-    }] += 1.0 - r;
+    let result = wdl_of(z, if z == 0.0 { 1.0 } else { 0.0 });
+    let wdl = mixed_wdl(result, wdl_of(q, record.root_d), targets.q_ratio);
+    batch.wdl[slot * 3..slot * 3 + 3].copy_from_slice(&wdl);
     batch.q[slot] = q;
     batch.st[slot] = record.st;
     batch.moves_left[slot] = (game.positions.len() - ply) as f32;

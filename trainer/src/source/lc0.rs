@@ -20,7 +20,7 @@ use crate::config::QTarget;
 use crate::lc0_v6::{
     HISTORY_PLANES, MAX_CHUNK_BYTES, V6Error, V6Record, decode_chunk, input_planes_of,
 };
-use crate::sample::{HostBatch, SampleScratch, TargetOptions, wdl_of};
+use crate::sample::{HostBatch, SampleScratch, TargetOptions, mixed_wdl, wdl_of};
 
 /// How much of a data set is read, and how much is held out.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -99,12 +99,12 @@ impl Position {
             QTarget::Root => p.root_q,
             QTarget::Best | QTarget::Policy => p.best_q,
         };
-        let r = targets.q_ratio.clamp(0.0, 1.0);
-        let result = wdl_of(p.result_q, p.result_d);
-        let searched = wdl_of(q, p.best_d);
-        for i in 0..3 {
-            batch.wdl[slot * 3 + i] = (1.0 - r) * result[i] + r * searched[i];
-        }
+        let wdl = mixed_wdl(
+            wdl_of(p.result_q, p.result_d),
+            wdl_of(q, p.best_d),
+            targets.q_ratio,
+        );
+        batch.wdl[slot * 3..slot * 3 + 3].copy_from_slice(&wdl);
         batch.q[slot] = q;
         // V6 has no short-term value: the search's value of best play is the closest.
         batch.st[slot] = p.best_q;
