@@ -12,6 +12,7 @@ pub mod lc0;
 pub mod loss;
 pub mod mask;
 pub mod model;
+pub mod onnx;
 pub mod optim;
 pub mod precision;
 

@@ -26,7 +26,7 @@ const EXPORTABLE_PRESET: &str =
 pub fn check_exportable(cfg: &NetworkConfig) -> Result<(), Lc0Error> {
     let refuse = |why: &str| {
         Err(Lc0Error::NotExportable(format!(
-            "{why}; train a net like {EXPORTABLE_PRESET} to play it in Lc0"
+            "{why}; export it with --format lc0-onnx for Lc0's ONNX backends, or train a net like {EXPORTABLE_PRESET} for Lc0's own"
         )))
     };
     if cfg.norm != Norm::Layer {

@@ -6,12 +6,20 @@ use super::proto::NetworkFormat;
 
 /// `INPUT_CLASSICAL_112_PLANE`.
 pub const INPUT_CLASSICAL_112_PLANE: i32 = 1;
+/// `OUTPUT_CLASSICAL`: a single value.
+pub const OUTPUT_CLASSICAL: i32 = 1;
 /// `OUTPUT_WDL`.
 pub const OUTPUT_WDL: i32 = 2;
 /// `NETWORK_ATTENTIONBODY_WITH_MULTIHEADFORMAT`.
 pub const NETWORK_ATTENTIONBODY_WITH_MULTIHEADFORMAT: i32 = 7;
+/// `NETWORK_ONNX`: the net is an ONNX graph (`Net.onnx_model`).
+pub const NETWORK_ONNX: i32 = 5;
+/// `POLICY_CLASSICAL`: 1858 logits in Lc0's move order.
+pub const POLICY_CLASSICAL: i32 = 1;
 /// `POLICY_ATTENTION`.
 pub const POLICY_ATTENTION: i32 = 3;
+/// `VALUE_CLASSICAL`: a single value.
+pub const VALUE_CLASSICAL: i32 = 1;
 /// `VALUE_WDL`.
 pub const VALUE_WDL: i32 = 2;
 /// `MOVES_LEFT_NONE`.

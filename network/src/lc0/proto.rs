@@ -20,9 +20,29 @@ pub struct Net {
     pub training_params: Option<TrainingParams>,
     #[prost(message, optional, tag = "10")]
     pub weights: Option<Weights>,
-    /// Present in ONNX nets; only checked for, never read.
-    #[prost(bytes = "vec", optional, tag = "11")]
-    pub onnx_model: Option<Vec<u8>>,
+    /// Present in ONNX nets (written by `cfzero export --format lc0-onnx`, refused by import).
+    #[prost(message, optional, tag = "11")]
+    pub onnx_model: Option<OnnxModel>,
+}
+
+/// `OnnxModel`: a serialized ONNX graph and the names of its input and output tensors.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct OnnxModel {
+    #[prost(bytes = "vec", optional, tag = "1")]
+    pub model: Option<Vec<u8>>,
+    /// `OnnxModel.DataType`: 1 = FLOAT, 10 = FLOAT16, 16 = BFLOAT16.
+    #[prost(int32, optional, tag = "2")]
+    pub data_type: Option<i32>,
+    #[prost(string, optional, tag = "3")]
+    pub input_planes: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub output_value: Option<String>,
+    #[prost(string, optional, tag = "5")]
+    pub output_wdl: Option<String>,
+    #[prost(string, optional, tag = "6")]
+    pub output_policy: Option<String>,
+    #[prost(string, optional, tag = "7")]
+    pub output_mlh: Option<String>,
 }
 
 /// `EngineVersion`: the oldest Lc0 that can read the file.
