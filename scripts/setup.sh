@@ -9,7 +9,7 @@ TORCH_VERSION=2.13.0
 want=cpu
 [[ "${1:-}" == "--gpu" || "${CFZERO_GPU:-}" == "1" ]] && want=gpu
 stamp=.venv/.cfzero-setup
-expected="torch=$TORCH_VERSION flavour=$want python-deps=chess,torch-python"
+expected="torch=$TORCH_VERSION flavour=$want python-deps=chess,torch-python,onnx"
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$expected" && -e .libtorch/lib/libtorch.so ]]; then
   exit 0
@@ -37,8 +37,9 @@ else
     nvidia-cudnn-cu13==9.20.0.48 nvidia-cusparselt-cu13==0.8.1 nvidia-nccl-cu13==2.29.7 nvidia-nvshmem-cu13==3.4.5 \
     "typing-extensions>=4.10.0" filelock "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5"
 fi
-# The python-chess client drives the UCI engine in the tests; numpy feeds the PyTorch reference benchmark.
-"${pip[@]}" chess numpy
+# The python-chess client drives the UCI engine in the tests; numpy feeds the PyTorch reference benchmark;
+# onnx (checker, shape inference) and onnxruntime run the ONNX exports in tests/onnx_export.rs.
+"${pip[@]}" chess numpy onnx==1.23.2 onnxruntime==1.32.0
 
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 [[ -e "$site/torch/lib/libtorch.so" ]] || { echo "setup: torch installed but $site/torch/lib/libtorch.so is missing" >&2; exit 1; }

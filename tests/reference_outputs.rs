@@ -275,15 +275,6 @@ fn the_reference_training_step_matches_cfzero() {
     );
 }
 
-/// `cfzero debug outputs` with `args` fails as bad input: exit code 2, one line naming `name`.
-fn assert_user_error(args: &[&str], name: &str) {
-    let out = cfzero(args).output().expect("cfzero runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    assert!(err.contains(name), "{args:?}: {err:?} should name {name:?}");
-}
-
 #[test]
 fn debug_outputs_rejects_bad_input_in_one_line() {
     let tmp = tempfile::tempdir().unwrap();
@@ -325,7 +316,7 @@ fn debug_outputs_rejects_bad_input_in_one_line() {
     for (args, name) in cases {
         let mut all = vec!["debug", "outputs"];
         all.extend_from_slice(args);
-        assert_user_error(&all, name);
+        assert_user_error_line(&all, name);
     }
     assert!(!out.exists(), "nothing is written on bad input");
 }

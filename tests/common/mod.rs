@@ -53,6 +53,18 @@ pub fn save_micro_net(dir: &Path) -> PathBuf {
     path
 }
 
+/// `cfzero` with `args` fails as bad input: exit code 2, one line of stderr containing `needle`.
+pub fn assert_user_error_line(args: &[&str], needle: &str) {
+    let out = cfzero(args).output().expect("cfzero runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: {err:?} should say {needle:?}"
+    );
+}
+
 /// `cfzero` with `args`, run from the workspace root.
 pub fn cfzero(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cfzero"));
