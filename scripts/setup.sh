@@ -9,7 +9,7 @@ TORCH_VERSION=2.13.0
 want=cpu
 [[ "${1:-}" == "--gpu" || "${CFZERO_GPU:-}" == "1" ]] && want=gpu
 stamp=.venv/.cfzero-setup
-expected="torch=$TORCH_VERSION flavour=$want python-deps=chess,torch-python,onnx"
+expected="torch=$TORCH_VERSION flavour=$want python-deps=chess,torch-python,onnx,moto"
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$expected" && -e .libtorch/lib/libtorch.so ]]; then
   exit 0
@@ -38,8 +38,9 @@ else
     "typing-extensions>=4.10.0" filelock "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5"
 fi
 # The python-chess client drives the UCI engine in the tests; numpy feeds the PyTorch reference benchmark;
-# onnx (checker, shape inference) and onnxruntime run the ONNX exports in tests/onnx_export.rs.
-"${pip[@]}" chess numpy onnx==1.23.2 onnxruntime==1.32.0
+# onnx (checker, shape inference) and onnxruntime run the ONNX exports in tests/onnx_export.rs;
+# moto's S3 API server (moto_server, started on 127.0.0.1 by store/tests) stands in for S3.
+"${pip[@]}" chess numpy onnx==1.23.2 onnxruntime==1.32.0 "moto[server]==5.2.5"
 
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 [[ -e "$site/torch/lib/libtorch.so" ]] || { echo "setup: torch installed but $site/torch/lib/libtorch.so is missing" >&2; exit 1; }

@@ -14,14 +14,7 @@ use std::path::{Path, PathBuf};
 /// reader of the project's files picks it up, and [`remove_stale_temporaries`] deletes those
 /// a killed writer left.
 pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(
-        ".tmp{}-{:08x}{:08x}",
-        std::process::id(),
-        host_tag(),
-        rand::random::<u32>()
-    ));
-    let tmp = PathBuf::from(tmp);
+    let tmp = temporary_path(path);
     let result = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -36,6 +29,19 @@ pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A fresh temporary name beside `path`: `NAME.tmp<pid>-<host tag><random>`, unique across
+/// processes and machines, recognised by [`is_temporary`] and [`remove_stale_temporaries`].
+pub fn temporary_path(path: &Path) -> PathBuf {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(
+        ".tmp{}-{:08x}{:08x}",
+        std::process::id(),
+        host_tag(),
+        rand::random::<u32>()
+    ));
+    PathBuf::from(tmp)
 }
 
 /// A hash of this machine's host name, so that a temporary file's name tells whether this

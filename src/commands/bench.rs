@@ -1,7 +1,7 @@
 //! `cfzero bench`: speed measurements, each a table or (`--json`) one JSON object.
 //! `bench mcts` measures the search alone, `bench nn` the net, `bench selfplay` and
 //! `bench train` the two halves of a generation, and `bench learn` the strength a config
-//! reaches in a given training time.
+//! reaches in a given training time; `bench data` and `bench store` the data paths.
 
 use std::path::PathBuf;
 
@@ -38,6 +38,9 @@ pub enum BenchCommand {
     Learn(super::bench_learn::LearnBenchArgs),
     /// Training data speed: samples per second that one loader thread makes of each source.
     Data(super::bench_data::DataBenchArgs),
+    /// Store speed: how many simulated self-play workers one trainer's ingest keeps up with
+    /// on a directory or an object store.
+    Store(super::bench_store::StoreBenchArgs),
 }
 
 /// The evaluator of `bench mcts`.
@@ -88,6 +91,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         BenchCommand::Train(a) => super::bench_train::run(a),
         BenchCommand::Learn(a) => super::bench_learn::run(a),
         BenchCommand::Data(a) => super::bench_data::run(a),
+        BenchCommand::Store(a) => super::bench_store::run(a),
     }
 }
 

@@ -5,6 +5,7 @@ pub mod bench_data;
 pub mod bench_learn;
 pub mod bench_nn;
 pub mod bench_selfplay;
+pub mod bench_store;
 pub mod bench_train;
 pub mod debug;
 pub mod debug_outputs;

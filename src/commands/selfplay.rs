@@ -95,7 +95,12 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
             &stop,
         )?;
         played += sp.games as usize;
-        selfplay_phase::write_pgn(&games_dir, &dir.pgn(generation + 1), generation + 1)?;
+        selfplay_phase::write_pgn(
+            &games_dir,
+            &dir.worker_pgn(generation + 1, &worker),
+            generation + 1,
+            Some(&worker),
+        )?;
         println!("worker {worker} | net gen {generation} | {sp} | {played} games in all");
     }
     eprintln!("worker {worker}: stopped after {played} games");

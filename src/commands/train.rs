@@ -78,7 +78,7 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        selfplay_phase::write_pgn(&games_dir, &session.dir.pgn(next), next)?;
+        selfplay_phase::write_pgn(&games_dir, &session.dir.pgn(next), next, None)?;
         session.log_selfplay(next, &sp)?;
         if let Some(current) = config.selfplay.resign_threshold {
             calibration.extend(sp.resign_samples.iter().copied());

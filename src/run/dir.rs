@@ -4,7 +4,7 @@
 //! runs/NAME/config.toml              the frozen config
 //! runs/NAME/nets/gen-0003.safetensors published nets (config in the metadata)
 //! runs/NAME/games/gen-0003/*.cfzg    game records played by net gen-0002
-//! runs/NAME/pgn/gen-0003.pgn         the same games as PGN
+//! runs/NAME/pgn/gen-0003.pgn         the same games as PGN (gen-0003-WORKER.pgn: a worker's)
 //! runs/NAME/state/trainer-gen-0003.* trainer state after generation 3 (weights, optimizer,
 //!                                    SWA average)
 //! runs/NAME/tb/                      TensorBoard event files
@@ -67,6 +67,13 @@ impl RunDir {
     /// PGN of generation `g`.
     pub fn pgn(&self, g: u32) -> PathBuf {
         self.root.join("pgn").join(format!("gen-{g:04}.pgn"))
+    }
+
+    /// PGN of worker `worker`'s games of generation `g` (each worker writes its own).
+    pub fn worker_pgn(&self, g: u32, worker: &str) -> PathBuf {
+        self.root
+            .join("pgn")
+            .join(format!("gen-{g:04}-{worker}.pgn"))
     }
 
     /// Trainer weights and optimizer state after generation `g`.

@@ -366,12 +366,27 @@ pub fn play(
     Ok(summary)
 }
 
-/// Writes the PGN of every game of `games_dir` to `pgn`, atomically.
-pub fn write_pgn(games_dir: &Path, pgn: &Path, generation: u32) -> Result<()> {
+/// Writes the PGN of every game of `games_dir` to `pgn`, atomically; with `worker`, only
+/// that worker's games (files `WORKER-gNNNNN`), so that workers sharing a directory each
+/// write their own file instead of rewriting one another's.
+pub fn write_pgn(
+    games_dir: &Path,
+    pgn: &Path,
+    generation: u32,
+    worker: Option<&str>,
+) -> Result<()> {
+    let prefix = worker.map(|w| format!("{w}-g"));
     let mut files: Vec<_> = std::fs::read_dir(games_dir)
         .with_context(|| format!("reading {}", games_dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == RECORD_EXTENSION))
+        .filter(|p| {
+            prefix.as_deref().is_none_or(|pre| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(pre))
+            })
+        })
         .collect();
     files.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
     let mut out = String::new();

@@ -16,6 +16,7 @@ use cfzero_network::checkpoint::{
 use cfzero_network::{Net, parse_device};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::ReplayWindow;
+use cfzero_store::{Lease, LocalStore, RunStore};
 use cfzero_trainer::learner::STEP_KEY;
 use cfzero_trainer::{EventWriter, Learner};
 use cfzero_trainer::{Mixture, SampleSource};
@@ -102,6 +103,27 @@ pub struct Session {
     /// weights, and the window's weight in that mixture.
     data: Vec<(Arc<dyn SampleSource>, f64)>,
     window_weight: f64,
+    /// The run's trainer lease, held while the session lives: a second trainer on the run is
+    /// refused.
+    _lease: Lease,
+}
+
+/// How long a trainer lease lasts without renewal (an OS lock on a directory lasts as long
+/// as its process; the time matters for object storage).
+const LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// This trainer as the lease names it to a second one: command, process and host.
+fn trainer_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let command = std::env::args().nth(1).unwrap_or_default();
+    format!(
+        "cfzero {command} (pid {} on {})",
+        std::process::id(),
+        match host.trim() {
+            "" => "an unknown host",
+            h => h,
+        }
+    )
 }
 
 impl Session {
@@ -111,6 +133,17 @@ impl Session {
         let config = Config::load(&args.config)?;
         let device = parse_device(&args.device).map_err(user_error)?;
         let dir = RunDir::new(&args.run);
+        // One trainer per run, before anything is written: a second `train` or `learn` on
+        // this run is refused, naming the first.
+        let lease = LocalStore::new(dir.root())
+            .acquire_lease(&trainer_name(), LEASE_TTL)
+            .map_err(|e| {
+                if e.is_user_error() {
+                    user_error(e)
+                } else {
+                    anyhow::Error::new(e)
+                }
+            })?;
         freeze_config(&dir, &config, args)?;
         // Temporary files a killed run left (a young one of another machine may be another
         // worker's write in progress).
@@ -199,6 +232,7 @@ impl Session {
             new_positions: 0,
             data: Vec::new(),
             window_weight: 1.0,
+            _lease: lease,
         };
         let games = session.load_new_games()?;
         session.new_positions = 0;
@@ -289,6 +323,14 @@ impl Session {
             return Ok(None);
         }
         let next = self.generation + 1;
+        // The lease keeps other trainers out; this keeps a published net from ever being
+        // replaced, whatever else writes to the directory.
+        if self.dir.net(next).exists() {
+            anyhow::bail!(
+                "{} exists already: another trainer published generation {next} of this run",
+                self.dir.net(next).display()
+            );
+        }
         let (w, o) = self.dir.trainer_state(next);
         self.learner.save_state(&w, &o)?;
         self.learner.publish(&self.dir.net(next))?;

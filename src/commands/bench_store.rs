@@ -1,0 +1,260 @@
+//! `cfzero bench store`: how many self-play workers one trainer's ingest keeps up with on a
+//! store. Simulated workers (threads) upload chunks of games at a worker's rate, with names
+//! that sort by time and never collide; a simulated trainer polls the keys after its cursor
+//! (less a grace window, for uploads that land late) and downloads each new chunk. Reports
+//! what was uploaded and ingested, the trainer's capacity (chunks and positions a second of
+//! its busy time), requests per poll and the poll latency.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Result;
+use cfzero_store::{RunLocation, RunStore};
+use clap::Args;
+
+use crate::error::user_error;
+use crate::run::progress::bar;
+use crate::user_bail;
+
+/// Arguments of `cfzero bench store`.
+#[derive(Debug, Args)]
+pub struct StoreBenchArgs {
+    /// Where to write: a directory or an object store URL (`s3://BUCKET/PREFIX`, with
+    /// `AWS_ENDPOINT_URL` for MinIO or a local S3 server) that holds no chunks yet.
+    #[arg(long)]
+    pub store: String,
+    /// Simulated workers, one thread each.
+    #[arg(long, default_value_t = 50)]
+    pub workers: usize,
+    /// Chunks each worker uploads a second.
+    #[arg(long, default_value_t = 0.2)]
+    pub chunk_rate: f64,
+    /// Games in a chunk.
+    #[arg(long, default_value_t = 32)]
+    pub chunk_games: usize,
+    /// Positions in a game (for the positions/s figures).
+    #[arg(long, default_value_t = 150)]
+    pub positions_per_game: usize,
+    /// Bytes a position takes in a chunk (cfzero's zstd records: about 60).
+    #[arg(long, default_value_t = 60)]
+    pub bytes_per_position: usize,
+    /// Seconds the workers upload.
+    #[arg(long, default_value_t = 30.0)]
+    pub seconds: f64,
+    /// Seconds between the trainer's polls.
+    #[arg(long, default_value_t = 2.0)]
+    pub poll_seconds: f64,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prefix of the chunks.
+const CHUNKS: &str = "chunks";
+
+/// Uploads that started this long before the newest chunk seen may still land: the trainer
+/// lists from its cursor less this window.
+const GRACE: Duration = Duration::from_secs(30);
+
+/// Milliseconds since the Unix epoch, now.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The time part of a chunk key (`chunks/<ms>-...`).
+fn key_ms(key: &str) -> u64 {
+    key.strip_prefix("chunks/")
+        .and_then(|k| k.split('-').next())
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(0)
+}
+
+/// What the simulated trainer measured.
+#[derive(Debug, Default, serde::Serialize)]
+struct Ingest {
+    polls: u64,
+    list_requests: u64,
+    get_requests: u64,
+    chunks: u64,
+    bytes: u64,
+    busy_seconds: f64,
+    max_poll_seconds: f64,
+    /// Keys a poll's listing returned (new ones and those inside the grace window).
+    listed_keys: u64,
+}
+
+/// Polls until `stop`, then once more; what it took.
+fn trainer(store: &dyn RunStore, poll: Duration, stop: &AtomicBool) -> Result<Ingest> {
+    let mut ingest = Ingest::default();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut newest_ms = 0u64;
+    loop {
+        let last = stop.load(Ordering::Relaxed);
+        let started = Instant::now();
+        let cursor = (newest_ms > 0).then(|| {
+            format!(
+                "{CHUNKS}/{:013}",
+                newest_ms.saturating_sub(GRACE.as_millis() as u64)
+            )
+        });
+        let keys = store.list_after(CHUNKS, cursor.as_deref())?;
+        ingest.list_requests += 1;
+        ingest.listed_keys += keys.len() as u64;
+        for key in keys {
+            if seen.contains(&key) {
+                continue;
+            }
+            let bytes = store.get(&key)?.unwrap_or_default();
+            ingest.get_requests += 1;
+            ingest.chunks += 1;
+            ingest.bytes += bytes.len() as u64;
+            newest_ms = newest_ms.max(key_ms(&key));
+            seen.insert(key);
+        }
+        // Keys older than the window are never listed again: forget them.
+        let floor = format!(
+            "{CHUNKS}/{:013}",
+            newest_ms.saturating_sub(GRACE.as_millis() as u64)
+        );
+        seen = seen.split_off(&floor);
+        let took = started.elapsed().as_secs_f64();
+        ingest.polls += 1;
+        ingest.busy_seconds += took;
+        ingest.max_poll_seconds = ingest.max_poll_seconds.max(took);
+        if last {
+            return Ok(ingest);
+        }
+        std::thread::sleep(poll.saturating_sub(started.elapsed()));
+    }
+}
+
+/// Runs `cfzero bench store`.
+pub fn run(args: &StoreBenchArgs) -> Result<()> {
+    // NaN fails the checks too.
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    if args.workers == 0 || !positive(args.chunk_rate) || !positive(args.seconds) {
+        user_bail!("--workers, --chunk-rate and --seconds must be positive");
+    }
+    let location = RunLocation::parse(&args.store).map_err(user_error)?;
+    let store: Arc<dyn RunStore> = Arc::from(cfzero_store::open(&location).map_err(user_error)?);
+    if !store.list_after(CHUNKS, None)?.is_empty() {
+        user_bail!(
+            "{} holds chunks already: give the benchmark an empty prefix",
+            args.store
+        );
+    }
+    let chunk_bytes = args.chunk_games * args.positions_per_game * args.bytes_per_position;
+    // Incompressible bytes, as zstd-compressed records are.
+    let payload: Arc<Vec<u8>> = Arc::new((0..chunk_bytes).map(|_| rand::random()).collect());
+    let stop_workers = Arc::new(AtomicBool::new(false));
+    let stop_trainer = Arc::new(AtomicBool::new(false));
+    let uploaded = Arc::new(AtomicU64::new(0));
+    let upload_micros = Arc::new(AtomicU64::new(0));
+    let interval = Duration::from_secs_f64(1.0 / args.chunk_rate);
+    let workers: Vec<_> = (0..args.workers)
+        .map(|w| {
+            let (store, payload, stop) = (store.clone(), payload.clone(), stop_workers.clone());
+            let (uploaded, upload_micros) = (uploaded.clone(), upload_micros.clone());
+            std::thread::spawn(move || -> Result<()> {
+                // Workers start at random phases, as real ones do.
+                std::thread::sleep(interval.mul_f64(rand::random::<f64>()));
+                while !stop.load(Ordering::Relaxed) {
+                    let started = Instant::now();
+                    let key = format!(
+                        "{CHUNKS}/{:013}-w{w:04}-{:08x}.cfzc",
+                        now_ms(),
+                        rand::random::<u32>()
+                    );
+                    store.put(&key, &payload)?;
+                    uploaded.fetch_add(1, Ordering::Relaxed);
+                    upload_micros
+                        .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+                    std::thread::sleep(interval.saturating_sub(started.elapsed()));
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    let trainer_thread = {
+        let (store, stop) = (store.clone(), stop_trainer.clone());
+        let poll = Duration::from_secs_f64(args.poll_seconds.max(0.01));
+        std::thread::spawn(move || trainer(store.as_ref(), poll, &stop))
+    };
+    let seconds = args.seconds.min(3600.0);
+    let progress = bar(seconds.ceil() as u64, "bench", "s");
+    let started = Instant::now();
+    while started.elapsed().as_secs_f64() < seconds {
+        std::thread::sleep(Duration::from_millis(250));
+        progress.set_position(started.elapsed().as_secs());
+        progress.set_message(format!("{} chunks up", uploaded.load(Ordering::Relaxed)));
+    }
+    progress.finish_and_clear();
+    stop_workers.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().expect("a worker thread does not panic")?;
+    }
+    let upload_seconds = started.elapsed().as_secs_f64();
+    stop_trainer.store(true, Ordering::Relaxed);
+    let ingest = trainer_thread
+        .join()
+        .expect("the trainer thread does not panic")?;
+
+    let up = uploaded.load(Ordering::Relaxed);
+    let positions_per_chunk = (args.chunk_games * args.positions_per_game) as f64;
+    let capacity = ingest.chunks as f64 / ingest.busy_seconds.max(1e-9);
+    let report = serde_json::json!({
+        "store": args.store,
+        "workers": args.workers,
+        "chunk_rate_per_worker": args.chunk_rate,
+        "chunk_bytes": chunk_bytes,
+        "seconds": upload_seconds,
+        "uploaded_chunks": up,
+        "ingested_chunks": ingest.chunks,
+        "offered_chunks_per_s": up as f64 / upload_seconds,
+        "mean_upload_ms": upload_micros.load(Ordering::Relaxed) as f64 / up.max(1) as f64 / 1000.0,
+        "polls": ingest.polls,
+        "requests_per_poll": (ingest.list_requests + ingest.get_requests) as f64 / ingest.polls.max(1) as f64,
+        "list_requests_per_poll": ingest.list_requests as f64 / ingest.polls.max(1) as f64,
+        "keys_listed_per_poll": ingest.listed_keys as f64 / ingest.polls.max(1) as f64,
+        "max_poll_seconds": ingest.max_poll_seconds,
+        "trainer_busy_share": ingest.busy_seconds / upload_seconds,
+        "capacity_chunks_per_s": capacity,
+        "capacity_positions_per_s": capacity * positions_per_chunk,
+        "capacity_mb_per_s": ingest.bytes as f64 / ingest.busy_seconds.max(1e-9) / 1e6,
+    });
+    if args.json {
+        println!("{report}");
+        return Ok(());
+    }
+    println!(
+        "{} workers x {} chunks/s ({} games, {:.0} kB each) for {:.0} s: {up} uploaded (mean {:.1} ms), {} ingested",
+        args.workers,
+        args.chunk_rate,
+        args.chunk_games,
+        chunk_bytes as f64 / 1e3,
+        upload_seconds,
+        report["mean_upload_ms"].as_f64().unwrap_or(0.0),
+        ingest.chunks
+    );
+    println!(
+        "trainer: {} polls, {:.2} requests a poll (1 listing of {:.0} keys, the rest downloads), slowest poll {:.2} s, busy {:.0}% of the time",
+        ingest.polls,
+        report["requests_per_poll"].as_f64().unwrap_or(0.0),
+        report["keys_listed_per_poll"].as_f64().unwrap_or(0.0),
+        ingest.max_poll_seconds,
+        100.0 * ingest.busy_seconds / upload_seconds
+    );
+    println!(
+        "capacity: {capacity:.1} chunks/s = {:.0} positions/s = {:.1} MB/s of one trainer's busy time",
+        capacity * positions_per_chunk,
+        report["capacity_mb_per_s"].as_f64().unwrap_or(0.0)
+    );
+    if ingest.chunks != up {
+        user_bail!("the trainer ingested {} of {up} chunks", ingest.chunks);
+    }
+    Ok(())
+}

@@ -1,0 +1,97 @@
+//! The trainer lease: who trains a run, and until when.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// A held trainer lease. On a directory it is an OS lock on an open file (released when the
+/// process ends, however it ends); on object storage a lease object with an expiry that the
+/// holder renews ([`crate::RunStore::renew_lease`]) and a successor may take over once it
+/// has expired.
+#[derive(Debug)]
+pub struct Lease {
+    pub(crate) holder: String,
+    pub(crate) ttl: Duration,
+    pub(crate) expires: SystemTime,
+    pub(crate) inner: LeaseInner,
+}
+
+/// How the lease is held.
+#[derive(Debug)]
+pub(crate) enum LeaseInner {
+    /// The locked lock file (a directory).
+    File(#[allow(dead_code)] std::fs::File),
+    /// The version of the lease object this holder wrote last (object storage).
+    Object {
+        e_tag: Option<String>,
+        version: Option<String>,
+    },
+}
+
+impl Lease {
+    /// Who holds it.
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// When it expires unless renewed (far in the future for an OS lock, which does not).
+    pub fn expires(&self) -> SystemTime {
+        self.expires
+    }
+
+    /// Whether it is time to renew: a third of its time to live has passed, which leaves two
+    /// more tries before it expires.
+    pub fn renewal_due(&self) -> bool {
+        match self.inner {
+            LeaseInner::File(_) => false,
+            LeaseInner::Object { .. } => self
+                .expires
+                .duration_since(SystemTime::now())
+                .map_or(true, |left| left < self.ttl * 2 / 3),
+        }
+    }
+}
+
+/// The lease object's content.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct LeaseRecord {
+    /// Who holds it.
+    pub holder: String,
+    /// Expiry, milliseconds since the Unix epoch (wall clock of the holder's machine).
+    pub expires_unix_ms: u64,
+}
+
+impl LeaseRecord {
+    /// A record for `holder` expiring `ttl` from now.
+    pub fn new(holder: &str, ttl: Duration) -> LeaseRecord {
+        LeaseRecord {
+            holder: holder.to_owned(),
+            expires_unix_ms: unix_ms(SystemTime::now() + ttl),
+        }
+    }
+
+    /// The expiry as a time.
+    pub fn expires(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.expires_unix_ms)
+    }
+
+    /// Whether it has expired.
+    pub fn expired(&self) -> bool {
+        self.expires() <= SystemTime::now()
+    }
+
+    /// ` (lease expires in N s)` for messages.
+    pub fn until(&self) -> String {
+        let left = self
+            .expires()
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
+        format!(" (lease expires in {} s unless renewed)", left.as_secs())
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,139 @@
+//! Where a cfzero run lives: the [`RunStore`] seam and its two implementations, a local or NFS
+//! directory ([`LocalStore`], today's layout) and object storage through the `object_store`
+//! crate ([`ObjectRunStore`]: `s3://`, `gs://`, `az://` and S3-compatible servers such as MinIO).
+//!
+//! A run is named by a location ([`RunLocation::parse`]): a path, or a URL. Everything a run
+//! keeps is an object under a `/`-separated key (`nets/gen-0003.safetensors`,
+//! `chunks/...`); what the two stores guarantee, and what the trainer builds on, is:
+//!
+//! - [`RunStore::put`] replaces an object atomically: a reader sees the old or the new bytes.
+//! - [`RunStore::put_if_absent`] creates an object only if the key is free, atomically across
+//!   machines, so two trainers can never both publish generation N.
+//! - [`RunStore::list_after`] lists the keys under a prefix that sort after a cursor, so a
+//!   trainer polls only what is new (S3 and GCS push the cursor down to the server).
+//! - One trainer lease per run ([`RunStore::acquire_lease`]): an OS file lock on a directory,
+//!   a lease object with an expiry (created if absent, renewed and taken over by conditional
+//!   writes on its ETag) on object storage.
+
+mod lease;
+pub mod local;
+pub mod location;
+pub mod object;
+
+use std::time::Duration;
+
+pub use lease::Lease;
+pub use local::LocalStore;
+pub use location::RunLocation;
+pub use object::ObjectRunStore;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The location names no store cfzero can open (scheme, bucket, credentials).
+    #[error("{0}")]
+    BadLocation(String),
+    /// A key that is not a relative `/`-separated path of plain names.
+    #[error("bad key {0:?}")]
+    BadKey(String),
+    /// Another trainer holds the run's lease.
+    #[error("the run {run} already has a trainer: {holder}{until}")]
+    Leased {
+        /// The run.
+        run: String,
+        /// Who holds the lease.
+        holder: String,
+        /// When it expires, if it does (object storage), as ` (lease expires in N s)`.
+        until: String,
+    },
+    /// The lease was taken over after it expired (this trainer stalled past its expiry).
+    #[error("the trainer lease of {run} was taken over by {holder}")]
+    LeaseLost {
+        /// The run.
+        run: String,
+        /// The new holder.
+        holder: String,
+    },
+    /// A local file operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// An object store request failed (after its retries).
+    #[error("{location}: {message}")]
+    Backend {
+        /// The object or the store.
+        location: String,
+        /// What the store said.
+        message: String,
+    },
+}
+
+impl StoreError {
+    /// Whether the error comes from the user's input (a location, credentials, a run that
+    /// already has a trainer): exit code 2 at the command line.
+    pub fn is_user_error(&self) -> bool {
+        matches!(
+            self,
+            StoreError::BadLocation(_) | StoreError::Leased { .. } | StoreError::BadKey(_)
+        )
+    }
+}
+
+/// What a training run stores, wherever it lives. Keys are relative, `/`-separated paths
+/// of plain names (see [`check_key`]); listing returns them in ascending byte order.
+pub trait RunStore: Send + Sync + std::fmt::Debug {
+    /// The location as the user gave it (for messages).
+    fn location(&self) -> &str;
+
+    /// The object at `key`, or `None` if there is none.
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Writes the object at `key`, replacing any; readers see the old or the new bytes.
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError>;
+
+    /// Writes the object at `key` only if there is none: `Ok(false)` if there was one (it is
+    /// left as it was). Atomic across processes and machines.
+    fn put_if_absent(&self, key: &str, bytes: &[u8]) -> Result<bool, StoreError>;
+
+    /// Removes the object at `key` (nothing if there is none).
+    fn delete(&self, key: &str) -> Result<(), StoreError>;
+
+    /// The keys under the directory `prefix` (every depth) that sort after `after` (all of
+    /// them without a cursor), ascending.
+    fn list_after(&self, prefix: &str, after: Option<&str>) -> Result<Vec<String>, StoreError>;
+
+    /// Takes the run's trainer lease for `holder`, valid for `ttl` unless renewed; refused
+    /// with [`StoreError::Leased`] while another holder's lease is valid.
+    fn acquire_lease(&self, holder: &str, ttl: Duration) -> Result<Lease, StoreError>;
+
+    /// Extends `lease` by its time to live; [`StoreError::LeaseLost`] if it was taken over.
+    fn renew_lease(&self, lease: &mut Lease) -> Result<(), StoreError>;
+
+    /// Gives the lease up, so that the next trainer need not wait for it to expire.
+    fn release_lease(&self, lease: Lease) -> Result<(), StoreError>;
+}
+
+/// Checks that `key` is a relative `/`-separated path of plain names: no empty, `.` or `..`
+/// component, no backslash or control character.
+pub fn check_key(key: &str) -> Result<(), StoreError> {
+    let plain = |c: &str| {
+        !c.is_empty() && c != "." && c != ".." && !c.chars().any(|ch| ch == '\\' || ch.is_control())
+    };
+    if key.split('/').all(plain) {
+        Ok(())
+    } else {
+        Err(StoreError::BadKey(key.to_owned()))
+    }
+}
+
+/// Opens the store of `location`.
+pub fn open(location: &RunLocation) -> Result<Box<dyn RunStore>, StoreError> {
+    match location {
+        RunLocation::Local(path) => Ok(Box::new(LocalStore::new(path))),
+        RunLocation::Object(url) => Ok(Box::new(ObjectRunStore::open(url)?)),
+    }
+}

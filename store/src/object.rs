@@ -1,0 +1,468 @@
+//! A run on object storage through the `object_store` crate: S3 (and S3-compatible servers
+//! such as MinIO or Ceph), Google Cloud Storage and Azure Blob Storage. Keys live under the
+//! URL's prefix. Create-if-absent and the lease's renewals are conditional writes
+//! (`If-None-Match: *`, `If-Match: <ETag>`), which S3, GCS, Azure and MinIO all honour.
+//!
+//! Credentials and endpoints come from each cloud's standard environment variables
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL` for an
+//! S3-compatible server; `GOOGLE_APPLICATION_CREDENTIALS`; `AZURE_STORAGE_ACCOUNT_NAME`,
+//! `AZURE_STORAGE_ACCOUNT_KEY`), from `~/.aws/credentials` (profile `AWS_PROFILE`, else
+//! `default`) when the environment has no AWS key, or from the machine's role. Transient
+//! errors are retried with exponential backoff for up to three minutes.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures::TryStreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::path::Path;
+use object_store::{
+    BackoffConfig, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
+    UpdateVersion,
+};
+use url::Url;
+
+use crate::lease::{Lease, LeaseInner, LeaseRecord};
+use crate::{RunStore, StoreError, check_key};
+
+/// The lease object's key.
+pub const LEASE_KEY: &str = "trainer.lease";
+
+/// How long opening a store may take (the first request checks bucket and credentials).
+const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A run under a prefix of a bucket.
+#[derive(Debug)]
+pub struct ObjectRunStore {
+    store: Arc<dyn ObjectStore>,
+    prefix: Path,
+    location: String,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// The retries of every request: exponential backoff from 100 ms to 15 s, for up to 3
+/// minutes (the crate's advice: below 5, so that signed requests stay valid).
+fn retry() -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(15),
+            base: 2.0,
+        },
+        max_retries: 10,
+        retry_timeout: Duration::from_secs(180),
+    }
+}
+
+/// `(key id, secret, session token)` of profile `AWS_PROFILE` (else `default`) in
+/// `AWS_SHARED_CREDENTIALS_FILE` (else `~/.aws/credentials`), if there is one.
+fn aws_profile_credentials() -> Option<(String, String, Option<String>)> {
+    let file = std::env::var_os("AWS_SHARED_CREDENTIALS_FILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".aws/credentials"))
+        })?;
+    let text = std::fs::read_to_string(file).ok()?;
+    let profile = std::env::var("AWS_PROFILE").unwrap_or_else(|_| "default".to_owned());
+    let mut in_profile = false;
+    let (mut id, mut secret, mut token) = (None, None, None);
+    for line in text.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            in_profile = name.trim() == profile;
+        } else if in_profile && let Some((k, v)) = line.split_once('=') {
+            let v = v.trim().to_owned();
+            match k.trim() {
+                "aws_access_key_id" => id = Some(v),
+                "aws_secret_access_key" => secret = Some(v),
+                "aws_session_token" => token = Some(v),
+                _ => {}
+            }
+        }
+    }
+    Some((id?, secret?, token))
+}
+
+/// Why no request to `url` can be signed, if that is known before trying: an S3 URL with no
+/// key in the environment or `~/.aws/credentials`, no web identity or container credentials,
+/// and the instance role ruled out by `AWS_EC2_METADATA_DISABLED=true` (as the AWS SDKs read
+/// it). Without that variable the machine's role is asked, which only an EC2 machine answers.
+fn missing_credentials(url: &Url) -> Option<String> {
+    if !matches!(url.scheme(), "s3" | "s3a") {
+        return None;
+    }
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    let role_disabled =
+        std::env::var("AWS_EC2_METADATA_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+    let any = set("AWS_ACCESS_KEY_ID")
+        || set("AWS_WEB_IDENTITY_TOKEN_FILE")
+        || set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+        || set("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+        || aws_profile_credentials().is_some()
+        || !role_disabled;
+    (!any).then(|| {
+        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials (AWS_PROFILE)".to_owned()
+    })
+}
+
+/// The `object_store` client of `url` (bucket from the URL, everything else from the
+/// environment).
+fn client(url: &Url) -> object_store::Result<Arc<dyn ObjectStore>> {
+    Ok(match url.scheme() {
+        "s3" | "s3a" => {
+            let mut b = AmazonS3Builder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry());
+            if std::env::var_os("AWS_ACCESS_KEY_ID").is_none()
+                && let Some((id, secret, token)) = aws_profile_credentials()
+            {
+                b = b.with_access_key_id(id).with_secret_access_key(secret);
+                if let Some(t) = token {
+                    b = b.with_token(t);
+                }
+            }
+            // A plain-HTTP endpoint (a MinIO or test server on the local network) needs this.
+            let endpoint = std::env::var("AWS_ENDPOINT_URL")
+                .or_else(|_| std::env::var("AWS_ENDPOINT"))
+                .unwrap_or_default();
+            if endpoint.starts_with("http://") {
+                b = b.with_allow_http(true);
+            }
+            Arc::new(b.build()?)
+        }
+        "gs" => Arc::new(
+            GoogleCloudStorageBuilder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry())
+                .build()?,
+        ),
+        _ => Arc::new(
+            MicrosoftAzureBuilder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry())
+                .build()?,
+        ),
+    })
+}
+
+impl ObjectRunStore {
+    /// Opens the run at `url` and checks that its bucket can be listed (so that a missing
+    /// bucket or missing credentials are found now, not at the first write).
+    pub fn open(url: &Url) -> Result<ObjectRunStore, StoreError> {
+        let location = url.to_string();
+        let bad = |message: String| StoreError::BadLocation(format!("{location}: {message}"));
+        if let Some(missing) = missing_credentials(url) {
+            return Err(bad(missing));
+        }
+        let store = client(url).map_err(|e| bad(one_line(&e)))?;
+        let prefix = Path::from(url.path().trim_matches('/'));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| bad(format!("starting the I/O runtime: {e}")))?;
+        let probe = {
+            let store = Arc::clone(&store);
+            let prefix = prefix.clone();
+            async move {
+                tokio::time::timeout(OPEN_TIMEOUT, store.list_with_delimiter(Some(&prefix))).await
+            }
+        };
+        match runtime.block_on(probe) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(bad(one_line(&e))),
+            Err(_) => {
+                return Err(bad(format!(
+                    "no answer in {} s (no credentials, or the endpoint is unreachable?)",
+                    OPEN_TIMEOUT.as_secs()
+                )));
+            }
+        }
+        Ok(ObjectRunStore {
+            store,
+            prefix,
+            location,
+            runtime,
+        })
+    }
+
+    /// A store over any `object_store` client (an in-memory one in tests), keys under
+    /// `prefix`.
+    pub fn with_client(
+        store: Arc<dyn ObjectStore>,
+        prefix: &str,
+        location: &str,
+    ) -> ObjectRunStore {
+        ObjectRunStore {
+            store,
+            prefix: Path::from(prefix.trim_matches('/')),
+            location: location.to_owned(),
+            runtime: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("a one-thread tokio runtime starts"),
+        }
+    }
+
+    fn path(&self, key: &str) -> Result<Path, StoreError> {
+        check_key(key)?;
+        Ok(if self.prefix.as_ref().is_empty() {
+            Path::from(key)
+        } else {
+            Path::from(format!("{}/{key}", self.prefix))
+        })
+    }
+
+    /// The key of an object path under the prefix.
+    fn key_of(&self, path: &Path) -> Option<String> {
+        let p = path.as_ref();
+        if self.prefix.as_ref().is_empty() {
+            return Some(p.to_owned());
+        }
+        p.strip_prefix(self.prefix.as_ref())
+            .and_then(|rest| rest.strip_prefix('/'))
+            .map(str::to_owned)
+    }
+
+    fn backend(&self, key: &str, e: &object_store::Error) -> StoreError {
+        StoreError::Backend {
+            location: format!("{}/{key}", self.location.trim_end_matches('/')),
+            message: one_line(e),
+        }
+    }
+
+    /// Writes `record` as the lease with `mode`; `Ok(None)` if the condition failed.
+    fn write_lease(
+        &self,
+        record: &LeaseRecord,
+        mode: PutMode,
+    ) -> Result<Option<UpdateVersion>, StoreError> {
+        let path = self.path(LEASE_KEY)?;
+        let bytes = serde_json::to_vec(record).expect("a lease record serializes");
+        let opts = PutOptions {
+            mode,
+            ..PutOptions::default()
+        };
+        let put = self
+            .runtime
+            .block_on(self.store.put_opts(&path, PutPayload::from(bytes), opts));
+        match put {
+            Ok(r) => Ok(Some(UpdateVersion {
+                e_tag: r.e_tag,
+                version: r.version,
+            })),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Ok(None),
+            Err(e) => Err(self.backend(LEASE_KEY, &e)),
+        }
+    }
+
+    /// The lease object and its version, if there is one.
+    fn read_lease(&self) -> Result<Option<(LeaseRecord, UpdateVersion)>, StoreError> {
+        let path = self.path(LEASE_KEY)?;
+        let got = self.runtime.block_on(async {
+            let r = self.store.get(&path).await?;
+            let version = UpdateVersion {
+                e_tag: r.meta.e_tag.clone(),
+                version: r.meta.version.clone(),
+            };
+            Ok::<_, object_store::Error>((r.bytes().await?, version))
+        });
+        match got {
+            Ok((bytes, version)) => {
+                // A lease object that does not parse (written by something else) counts as
+                // held by an unknown holder that never expires: a person must look.
+                let record = serde_json::from_slice(&bytes).unwrap_or(LeaseRecord {
+                    holder: "an unreadable trainer.lease object".to_owned(),
+                    expires_unix_ms: u64::MAX,
+                });
+                Ok(Some((record, version)))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.backend(LEASE_KEY, &e)),
+        }
+    }
+}
+
+/// An `object_store` error on one line (its messages nest sources over several lines).
+fn one_line(e: &object_store::Error) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl RunStore for ObjectRunStore {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self.path(key)?;
+        let got = self
+            .runtime
+            .block_on(async { self.store.get(&path).await?.bytes().await });
+        match got {
+            Ok(bytes) => Ok(Some(bytes.to_vec())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.backend(key, &e)),
+        }
+    }
+
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        let payload = PutPayload::from(bytes.to_vec());
+        self.runtime
+            .block_on(self.store.put(&path, payload))
+            .map(|_| ())
+            .map_err(|e| self.backend(key, &e))
+    }
+
+    fn put_if_absent(&self, key: &str, bytes: &[u8]) -> Result<bool, StoreError> {
+        let path = self.path(key)?;
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        let payload = PutPayload::from(bytes.to_vec());
+        match self
+            .runtime
+            .block_on(self.store.put_opts(&path, payload, opts))
+        {
+            Ok(_) => Ok(true),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Ok(false),
+            Err(e) => Err(self.backend(key, &e)),
+        }
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        match self.runtime.block_on(self.store.delete(&path)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.backend(key, &e)),
+        }
+    }
+
+    fn list_after(&self, prefix: &str, after: Option<&str>) -> Result<Vec<String>, StoreError> {
+        let dir = self.path(prefix)?;
+        let listed = match after {
+            Some(a) => {
+                let offset = self.path(a)?;
+                self.runtime.block_on(
+                    self.store
+                        .list_with_offset(Some(&dir), &offset)
+                        .try_collect::<Vec<_>>(),
+                )
+            }
+            None => self
+                .runtime
+                .block_on(self.store.list(Some(&dir)).try_collect::<Vec<_>>()),
+        };
+        let metas = listed.map_err(|e| self.backend(prefix, &e))?;
+        let mut keys: Vec<String> = metas
+            .iter()
+            .filter_map(|m| self.key_of(&m.location))
+            .filter(|k| after.is_none_or(|a| k.as_str() > a))
+            .collect();
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    fn acquire_lease(&self, holder: &str, ttl: Duration) -> Result<Lease, StoreError> {
+        let record = LeaseRecord::new(holder, ttl);
+        let version = match self.write_lease(&record, PutMode::Create)? {
+            Some(v) => v,
+            None => {
+                // Someone holds or held it: take it over only if it has expired, and only if
+                // nobody else rewrote it since we read it.
+                let Some((current, current_version)) = self.read_lease()? else {
+                    // Released between the two requests: try once more from the start.
+                    return self
+                        .write_lease(&record, PutMode::Create)?
+                        .map(|v| lease(holder, ttl, &record, v))
+                        .ok_or_else(|| StoreError::Leased {
+                            run: self.location.clone(),
+                            holder: "another trainer".to_owned(),
+                            until: String::new(),
+                        });
+                };
+                let held = |current: &LeaseRecord| StoreError::Leased {
+                    run: self.location.clone(),
+                    holder: current.holder.clone(),
+                    until: current.until(),
+                };
+                if !current.expired() && current.holder != holder {
+                    return Err(held(&current));
+                }
+                match self.write_lease(&record, PutMode::Update(current_version))? {
+                    Some(v) => v,
+                    None => return Err(held(&current)),
+                }
+            }
+        };
+        Ok(lease(holder, ttl, &record, version))
+    }
+
+    fn renew_lease(&self, lease: &mut Lease) -> Result<(), StoreError> {
+        let LeaseInner::Object { e_tag, version } = &lease.inner else {
+            return Ok(());
+        };
+        let record = LeaseRecord::new(&lease.holder, lease.ttl);
+        let current = UpdateVersion {
+            e_tag: e_tag.clone(),
+            version: version.clone(),
+        };
+        match self.write_lease(&record, PutMode::Update(current))? {
+            Some(v) => {
+                lease.expires = record.expires();
+                lease.inner = LeaseInner::Object {
+                    e_tag: v.e_tag,
+                    version: v.version,
+                };
+                Ok(())
+            }
+            None => {
+                let holder = self
+                    .read_lease()?
+                    .map_or_else(|| "nobody (it was deleted)".to_owned(), |(r, _)| r.holder);
+                Err(StoreError::LeaseLost {
+                    run: self.location.clone(),
+                    holder,
+                })
+            }
+        }
+    }
+
+    fn release_lease(&self, lease: Lease) -> Result<(), StoreError> {
+        let LeaseInner::Object { e_tag, version } = lease.inner else {
+            return Ok(());
+        };
+        // Expired at once, and only if still ours: a successor need not wait.
+        let record = LeaseRecord {
+            holder: lease.holder,
+            expires_unix_ms: 0,
+        };
+        self.write_lease(&record, PutMode::Update(UpdateVersion { e_tag, version }))
+            .map(|_| ())
+    }
+}
+
+/// The held lease of `record` at `version`.
+fn lease(holder: &str, ttl: Duration, record: &LeaseRecord, version: UpdateVersion) -> Lease {
+    Lease {
+        holder: holder.to_owned(),
+        ttl,
+        expires: record.expires().max(SystemTime::now()),
+        inner: LeaseInner::Object {
+            e_tag: version.e_tag,
+            version: version.version,
+        },
+    }
+}
