@@ -98,6 +98,14 @@ fn check_every_file(run: &Path, killed: u32, train_config: &TrainConfig) {
                 Err(e) => panic!("{e}"),
             }
             "tensorboard"
+        } else if rel == "trainer.lock" {
+            // The trainer lease: the last trainer's name (its lock died with it).
+            let holder = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                holder.starts_with("cfzero train (pid "),
+                "{rel}: {holder:?}"
+            );
+            "trainer lease"
         } else {
             panic!("{rel}: a file that no part of a run writes");
         };
