@@ -213,6 +213,14 @@ def session(model: onnx.ModelProto, threads: int) -> ort.InferenceSession:
                                 providers=["CPUExecutionProvider"])
 
 
+def read_json(path: Path) -> dict:
+    """The JSON document at `path`; UserError if it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: {e}") from None
+
+
 def input_type(model: onnx.ModelProto):
     elem = model.graph.input[0].type.tensor_type.elem_type
     return {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16}[elem]
@@ -220,10 +228,7 @@ def input_type(model: onnx.ModelProto):
 
 def cmd_check(args: argparse.Namespace) -> int:
     model, wrapper = read_model(Path(args.model))
-    try:
-        doc = json.loads(Path(args.outputs).read_text())
-    except (OSError, ValueError) as e:
-        raise UserError(f"{args.outputs}: {e}") from None
+    doc = read_json(Path(args.outputs))
     onnx.checker.check_model(model, full_check=True)
     shapes = inferred_shapes(model)
     bf16 = model.graph.input[0].type.tensor_type.elem_type == TensorProto.BFLOAT16
@@ -287,10 +292,7 @@ def vector_planes(case: dict) -> np.ndarray:
 
 def cmd_vectors(args: argparse.Namespace) -> int:
     model, wrapper = read_model(Path(args.model))
-    try:
-        doc = json.loads(Path(args.vectors).read_text())
-    except (OSError, ValueError) as e:
-        raise UserError(f"{args.vectors}: {e}") from None
+    doc = read_json(Path(args.vectors))
     cases = [c for c in doc["cases"] if c["net"] == args.net]
     if not cases:
         raise UserError(f"{args.vectors}: no cases of net {args.net!r}")

@@ -23,6 +23,16 @@ pub enum HistoryFill {
     FenOnly,
 }
 
+impl HistoryFill {
+    /// The name configs and Lc0's `--history-fill` use: `"no"` or `"fen_only"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HistoryFill::No => "no",
+            HistoryFill::FenOnly => "fen_only",
+        }
+    }
+}
+
 /// One history step: the board (in absolute coordinates) and its lc0 repetition count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Step {

@@ -44,12 +44,19 @@ pub fn temporary_path(path: &Path) -> PathBuf {
     PathBuf::from(tmp)
 }
 
+/// This machine's host name (the kernel's), if it can be read and is not empty.
+pub fn host_name() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
 /// A hash of this machine's host name, so that a temporary file's name tells whether this
 /// machine wrote it (0 where the name cannot be read).
 pub fn host_tag() -> u32 {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let name = host_name().unwrap_or_default();
     // FNV-1a: stable across builds, unlike the standard library's hasher.
-    name.trim().bytes().fold(0x811c_9dc5u32, |h, b| {
+    name.bytes().fold(0x811c_9dc5u32, |h, b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     })
 }

@@ -73,6 +73,15 @@ fn key_ms(key: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The key before every chunk named within [`GRACE`] of `newest_ms`: where a poll lists from,
+/// and below which seen keys are forgotten (they are never listed again).
+fn window_start(newest_ms: u64) -> String {
+    format!(
+        "{CHUNKS}/{:013}",
+        newest_ms.saturating_sub(GRACE.as_millis() as u64)
+    )
+}
+
 /// What the simulated trainer measured.
 #[derive(Debug, Default, serde::Serialize)]
 struct Ingest {
@@ -95,12 +104,7 @@ fn trainer(store: &dyn RunStore, poll: Duration, stop: &AtomicBool) -> Result<In
     loop {
         let last = stop.load(Ordering::Relaxed);
         let started = Instant::now();
-        let cursor = (newest_ms > 0).then(|| {
-            format!(
-                "{CHUNKS}/{:013}",
-                newest_ms.saturating_sub(GRACE.as_millis() as u64)
-            )
-        });
+        let cursor = (newest_ms > 0).then(|| window_start(newest_ms));
         let keys = store.list_after(CHUNKS, cursor.as_deref())?;
         ingest.list_requests += 1;
         ingest.listed_keys += keys.len() as u64;
@@ -116,11 +120,7 @@ fn trainer(store: &dyn RunStore, poll: Duration, stop: &AtomicBool) -> Result<In
             seen.insert(key);
         }
         // Keys older than the window are never listed again: forget them.
-        let floor = format!(
-            "{CHUNKS}/{:013}",
-            newest_ms.saturating_sub(GRACE.as_millis() as u64)
-        );
-        seen = seen.split_off(&floor);
+        seen = seen.split_off(&window_start(newest_ms));
         let took = started.elapsed().as_secs_f64();
         ingest.polls += 1;
         ingest.busy_seconds += took;

@@ -194,10 +194,7 @@ fn describe_onnx(args: &ExportArgs, net: &Net, export: &OnnxExport, seconds: f64
             _ => String::new(),
         }
     );
-    let fill = match net.config.history_fill {
-        cfzero_chess::HistoryFill::FenOnly => "fen_only",
-        cfzero_chess::HistoryFill::No => "no",
-    };
+    let fill = net.config.history_fill.name();
     match args.format {
         ExportFormat::Lc0Onnx => println!(
             "play it: lc0 --backend=onnx-cpu --weights={} --history-fill={fill} (onnx-cuda, onnx-trt or onnx-dml on a GPU)",

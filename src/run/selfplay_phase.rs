@@ -92,20 +92,21 @@ impl SelfplaySummary {
 /// The file name of record `index` of `worker` (`gNNNNN.cfzg`, or `WORKER-gNNNNN.cfzg` when
 /// several workers share a run directory).
 fn record_name(worker: &str, index: u64) -> String {
+    format!("{}{index:05}.{RECORD_EXTENSION}", record_prefix(worker))
+}
+
+/// What the names of `worker`'s record files start with (`g`, or `WORKER-g`).
+fn record_prefix(worker: &str) -> String {
     if worker.is_empty() {
-        format!("g{index:05}.{RECORD_EXTENSION}")
+        "g".to_owned()
     } else {
-        format!("{worker}-g{index:05}.{RECORD_EXTENSION}")
+        format!("{worker}-g")
     }
 }
 
 /// Index of the next record file of `worker` in `dir`.
 fn next_index(dir: &Path, worker: &str) -> Result<u64> {
-    let prefix = if worker.is_empty() {
-        "g".to_string()
-    } else {
-        format!("{worker}-g")
-    };
+    let prefix = record_prefix(worker);
     let mut next = 0;
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let name = entry?.file_name().to_string_lossy().into_owned();
@@ -375,7 +376,7 @@ pub fn write_pgn(
     generation: u32,
     worker: Option<&str>,
 ) -> Result<()> {
-    let prefix = worker.map(|w| format!("{w}-g"));
+    let prefix = worker.map(record_prefix);
     let mut files: Vec<_> = std::fs::read_dir(games_dir)
         .with_context(|| format!("reading {}", games_dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -114,16 +114,9 @@ const LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// This trainer as the lease names it to a second one: command, process and host.
 fn trainer_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host = cfzero_fsutil::host_name().unwrap_or_else(|| "an unknown host".to_owned());
     let command = std::env::args().nth(1).unwrap_or_default();
-    format!(
-        "cfzero {command} (pid {} on {})",
-        std::process::id(),
-        match host.trim() {
-            "" => "an unknown host",
-            h => h,
-        }
-    )
+    format!("cfzero {command} (pid {} on {host})", std::process::id())
 }
 
 impl Session {

@@ -157,11 +157,7 @@ impl ObjectRunStore {
         }
         let store = client(url).map_err(|e| bad(one_line(&e)))?;
         let prefix = Path::from(url.path().trim_matches('/'));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(|e| bad(format!("starting the I/O runtime: {e}")))?;
+        let runtime = io_runtime().map_err(|e| bad(format!("starting the I/O runtime: {e}")))?;
         let probe = {
             let store = Arc::clone(&store);
             let prefix = prefix.clone();
@@ -198,11 +194,7 @@ impl ObjectRunStore {
             store,
             prefix: Path::from(prefix.trim_matches('/')),
             location: location.to_owned(),
-            runtime: tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .expect("a one-thread tokio runtime starts"),
+            runtime: io_runtime().expect("a one-thread tokio runtime starts"),
         }
     }
 
@@ -286,6 +278,15 @@ impl ObjectRunStore {
             Err(e) => Err(self.backend(LEASE_KEY, &e)),
         }
     }
+}
+
+/// The runtime the store's requests run on: one I/O thread, driven by `block_on` from any of
+/// the caller's threads.
+fn io_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
 }
 
 /// An `object_store` error on one line (its messages nest sources over several lines).

@@ -339,24 +339,19 @@ fn smolgen(
         &c,
         &[0, 64 * a.smolgen_compress as i64],
     );
-    let h = dense(g, &format!("{name}/dense1"), &s.dense1, &c, 1.0)?;
-    let h = g.swish(&format!("{name}/dense1/swish"), &h);
-    let h = g.layer_norm(
-        &format!("{name}/ln1"),
-        &h,
-        &values(&s.ln1.0)?,
-        &values(&s.ln1.1)?,
-        SMOLGEN_EPS as f32,
-    );
-    let h = dense(g, &format!("{name}/dense2"), &s.dense2, &h, 1.0)?;
-    let h = g.swish(&format!("{name}/dense2/swish"), &h);
-    let h = g.layer_norm(
-        &format!("{name}/ln2"),
-        &h,
-        &values(&s.ln2.0)?,
-        &values(&s.ln2.1)?,
-        SMOLGEN_EPS as f32,
-    );
+    // dense -> swish -> LayerNorm (epsilon SMOLGEN_EPS), twice.
+    let mut h = c;
+    for (tag, layer, (gain, bias)) in [("1", &s.dense1, &s.ln1), ("2", &s.dense2, &s.ln2)] {
+        let y = dense(g, &format!("{name}/dense{tag}"), layer, &h, 1.0)?;
+        let y = g.swish(&format!("{name}/dense{tag}/swish"), &y);
+        h = g.layer_norm(
+            &format!("{name}/ln{tag}"),
+            &y,
+            &values(gain)?,
+            &values(bias)?,
+            SMOLGEN_EPS as f32,
+        );
+    }
     let h = g.reshape(
         &format!("{name}/per_head"),
         &h,

@@ -188,7 +188,7 @@ impl GraphBuilder {
         self.node_named("Slice", &[x, &starts, &ends, &axes], vec![], name)
     }
 
-    /// `x` gathered at the constant indices `indices` (shape `dims`) along `axis`.
+    /// `x` gathered at the int64 indices `indices` along `axis`.
     pub fn gather(&mut self, name: &str, x: &str, indices: &str, axis: i64) -> String {
         self.node_named("Gather", &[x, indices], vec![int_attr("axis", axis)], name)
     }

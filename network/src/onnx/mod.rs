@@ -18,7 +18,6 @@ pub mod proto;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cfzero_chess::HistoryFill;
 use cfzero_fsutil::write_file_atomically;
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -212,14 +211,7 @@ pub fn export_onnx(net: &Net, options: OnnxOptions) -> Result<OnnxExport, OnnxEr
         metadata_props: vec![
             meta("cfzero.network", cfg.to_json()),
             // The input convention a caller must follow for positions set up from a FEN.
-            meta(
-                "cfzero.history_fill",
-                match cfg.history_fill {
-                    HistoryFill::FenOnly => "fen_only",
-                    HistoryFill::No => "no",
-                }
-                .to_owned(),
-            ),
+            meta("cfzero.history_fill", cfg.history_fill.name().to_owned()),
         ],
     };
     let bytes = model.encode_to_vec();
