@@ -5,23 +5,13 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
 
 /// `micro.toml`'s game length.
 const MAX_PLIES: u32 = 40;
-
-/// Kills the child when dropped (a failing test leaves no worker running).
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn a_trainer_and_two_workers_share_a_run() {

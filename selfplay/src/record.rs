@@ -74,7 +74,7 @@ pub enum RecordError {
 }
 
 /// One position of a game, with its training targets.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PositionRecord {
     /// Index of the played move among the position's legal moves.
     pub played: u8,

@@ -145,6 +145,8 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
     let run_args = RunArgs {
         config: args.config.clone(),
         run: run_dir.clone(),
+        cache: None,
+        lease_seconds: 60.0,
         resume: false,
         force: false,
         generations: None,

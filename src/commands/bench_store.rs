@@ -1,21 +1,23 @@
 //! `cfzero bench store`: how many self-play workers one trainer's ingest keeps up with on a
 //! store. Simulated workers (threads) upload chunks of games at a worker's rate, with names
 //! that sort by time and never collide; a simulated trainer polls the keys after its cursor
-//! (less a grace window, for uploads that land late) and downloads each new chunk. Reports
+//! (less the trainer's grace window, for uploads that land late) and downloads each new chunk,
+//! as `cfzero learn` does. Reports
 //! what was uploaded and ingested, the trainer's capacity (chunks and positions a second of
 //! its busy time), requests per poll and the poll latency.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use cfzero_store::{RunLocation, RunStore};
+use cfzero_store::chunks::{CHUNKS, now_ms};
+use cfzero_store::{ChunkCursor, ChunkName, RunLocation, RunStore};
 use clap::Args;
 
 use crate::error::user_error;
 use crate::run::progress::bar;
+use crate::run::remote::CHUNK_GRACE;
 use crate::user_bail;
 
 /// Arguments of `cfzero bench store`.
@@ -51,37 +53,6 @@ pub struct StoreBenchArgs {
     pub json: bool,
 }
 
-/// Prefix of the chunks.
-const CHUNKS: &str = "chunks";
-
-/// Uploads that started this long before the newest chunk seen may still land: the trainer
-/// lists from its cursor less this window.
-const GRACE: Duration = Duration::from_secs(30);
-
-/// Milliseconds since the Unix epoch, now.
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// The time part of a chunk key (`chunks/<ms>-...`).
-fn key_ms(key: &str) -> u64 {
-    key.strip_prefix("chunks/")
-        .and_then(|k| k.split('-').next())
-        .and_then(|ms| ms.parse().ok())
-        .unwrap_or(0)
-}
-
-/// The key before every chunk named within [`GRACE`] of `newest_ms`: where a poll lists from,
-/// and below which seen keys are forgotten (they are never listed again).
-fn window_start(newest_ms: u64) -> String {
-    format!(
-        "{CHUNKS}/{:013}",
-        newest_ms.saturating_sub(GRACE.as_millis() as u64)
-    )
-}
-
 /// What the simulated trainer measured.
 #[derive(Debug, Default, serde::Serialize)]
 struct Ingest {
@@ -92,35 +63,27 @@ struct Ingest {
     bytes: u64,
     busy_seconds: f64,
     max_poll_seconds: f64,
-    /// Keys a poll's listing returned (new ones and those inside the grace window).
+    /// New chunk keys the polls found.
     listed_keys: u64,
 }
 
 /// Polls until `stop`, then once more; what it took.
 fn trainer(store: &dyn RunStore, poll: Duration, stop: &AtomicBool) -> Result<Ingest> {
     let mut ingest = Ingest::default();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    let mut newest_ms = 0u64;
+    let mut cursor = ChunkCursor::new(CHUNK_GRACE);
     loop {
         let last = stop.load(Ordering::Relaxed);
         let started = Instant::now();
-        let cursor = (newest_ms > 0).then(|| window_start(newest_ms));
-        let keys = store.list_after(CHUNKS, cursor.as_deref())?;
+        let keys = cursor.poll(store)?;
         ingest.list_requests += 1;
         ingest.listed_keys += keys.len() as u64;
         for key in keys {
-            if seen.contains(&key) {
-                continue;
-            }
             let bytes = store.get(&key)?.unwrap_or_default();
             ingest.get_requests += 1;
             ingest.chunks += 1;
             ingest.bytes += bytes.len() as u64;
-            newest_ms = newest_ms.max(key_ms(&key));
-            seen.insert(key);
+            cursor.consume(&key);
         }
-        // Keys older than the window are never listed again: forget them.
-        seen = seen.split_off(&window_start(newest_ms));
         let took = started.elapsed().as_secs_f64();
         ingest.polls += 1;
         ingest.busy_seconds += took;
@@ -155,6 +118,8 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
     let uploaded = Arc::new(AtomicU64::new(0));
     let upload_micros = Arc::new(AtomicU64::new(0));
     let interval = Duration::from_secs_f64(1.0 / args.chunk_rate);
+    let chunk_games = args.chunk_games as u32;
+    let chunk_positions = (args.chunk_games * args.positions_per_game) as u64;
     let workers: Vec<_> = (0..args.workers)
         .map(|w| {
             let (store, payload, stop) = (store.clone(), payload.clone(), stop_workers.clone());
@@ -164,11 +129,16 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
                 std::thread::sleep(interval.mul_f64(rand::random::<f64>()));
                 while !stop.load(Ordering::Relaxed) {
                     let started = Instant::now();
-                    let key = format!(
-                        "{CHUNKS}/{:013}-w{w:04}-{:08x}.cfzc",
-                        now_ms(),
-                        rand::random::<u32>()
-                    );
+                    let now = now_ms();
+                    let key = ChunkName {
+                        uploaded_ms: now,
+                        generation: 1,
+                        worker: format!("w{w:04}"),
+                        bundle: now,
+                        games: chunk_games,
+                        positions: chunk_positions,
+                    }
+                    .key();
                     store.put(&key, &payload)?;
                     uploaded.fetch_add(1, Ordering::Relaxed);
                     upload_micros

@@ -5,6 +5,7 @@
 //! the games that are missing (new generations, or more games per pair).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
@@ -13,6 +14,7 @@ use cfzero_network::{Precision, parse_device};
 use cfzero_selfplay::arena::{MatchOptions, MatchScore, SearchPlayer, run_match};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::ratings::{PairResult, fit_ratings};
+use cfzero_store::RunLocation;
 use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -24,14 +26,20 @@ use crate::error::user_error;
 use crate::plot::{EloPoint, elo_plot};
 use crate::run::dir::RunDir;
 use crate::run::progress::bar;
+use crate::run::remote::{RemoteRun, cache_dir};
 use crate::user_bail;
 
 /// Arguments of `cfzero ladder`.
 #[derive(Debug, Args)]
 pub struct LadderArgs {
-    /// The run directory.
+    /// The run: a directory, or object storage (`s3://BUCKET/PREFIX`, ...; its nets are
+    /// downloaded into the cache, the ladder's files uploaded under `ladder/`).
     #[arg(long)]
     pub run: PathBuf,
+    /// With a run on object storage: the local cache directory (default
+    /// `~/.cache/cfzero/runs/<run>`).
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
     /// Games per pair of generations (even: each opening with both colours).
     #[arg(long, default_value_t = 10)]
     pub games: usize,
@@ -118,10 +126,31 @@ fn minutes_since(first: SystemTime, path: &Path) -> f64 {
 
 /// Plays the missing games, fits the ratings and writes the CSV and the plot.
 pub fn run(args: &LadderArgs) -> Result<()> {
-    let dir = RunDir::new(&args.run);
+    let remote = match RunLocation::parse(&args.run.to_string_lossy()).map_err(user_error)? {
+        RunLocation::Local(_) => None,
+        RunLocation::Object(url) => {
+            let store =
+                cfzero_store::open(&RunLocation::Object(url.clone())).map_err(user_error)?;
+            let remote = RemoteRun::new(Arc::from(store), &cache_dir(args.cache.as_deref(), &url));
+            remote.pull_ladder()?;
+            Some(remote)
+        }
+    };
+    let dir = remote
+        .as_ref()
+        .map_or_else(|| RunDir::new(&args.run), |r| r.dir().clone());
     if !dir.config().exists() {
-        user_bail!("{} holds no run (no config.toml)", dir.root().display());
+        user_bail!("{} holds no run (no config.toml)", args.run.display());
     }
+    ladder(args, &dir)?;
+    if let Some(r) = &remote {
+        r.push_tree(&dir.root().join("ladder"))?;
+    }
+    Ok(())
+}
+
+/// The ladder of the run in `dir`.
+fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
     if args.games == 0 || args.sims == 0 {
         user_bail!("--games and --sims must be at least 1");
     }
@@ -130,7 +159,7 @@ pub fn run(args: &LadderArgs) -> Result<()> {
     if generations.len() < 2 {
         user_bail!(
             "{}: a ladder needs at least two published nets",
-            dir.root().display()
+            args.run.display()
         );
     }
     // Play without root noise repeats itself from one start: a suite gives the variety.
@@ -138,7 +167,7 @@ pub fn run(args: &LadderArgs) -> Result<()> {
         Some(path) => read_openings(path).map_err(user_error)?,
         None => user_bail!(
             "{}: the run has no eval_openings; give --openings FILE",
-            dir.root().display()
+            args.run.display()
         ),
     };
     let max_plies = args.max_plies.unwrap_or(config.selfplay.max_plies);
@@ -273,7 +302,7 @@ pub fn run(args: &LadderArgs) -> Result<()> {
     let png = ladder_dir.join("elo.png");
     let title = format!(
         "{}: Elo by generation ({} sims, {} games a pair)",
-        dir.root().display(),
+        args.run.display(),
         args.sims,
         args.games
     );

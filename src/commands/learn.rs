@@ -1,6 +1,7 @@
 //! `cfzero learn`: the trainer half of a run on its own. It trains on the games that
-//! `cfzero selfplay` workers write into the run directory and publishes a net each time
-//! enough new games have arrived; the workers pick the new net up from the same directory.
+//! `cfzero selfplay` workers write into the run (a directory, or chunks on object storage)
+//! and publishes a net each time enough new games have arrived; the workers pick the new net
+//! up from the same run.
 //!
 //! With `--data` (Lc0 V6 data, PGN games) it trains on those sources instead of waiting
 //! for games, mixed with whatever self-play games the run has, and publishes a generation
@@ -79,7 +80,7 @@ pub fn run(learn: &LearnArgs) -> Result<()> {
     let per_generation = session.config.run.games_per_generation.max(1);
     eprintln!(
         "waiting for games: start workers with `cfzero selfplay --run {}`",
-        session.dir.root().display()
+        session.location
     );
     loop {
         if args.should_stop(session.generation, started, &stop) {

@@ -242,7 +242,9 @@ impl Side {
                 user_bail!("player {name}: --{name}-batch must be 1 to {}", u16::MAX);
             }
             return Ok(Side::Net {
-                path: path.clone(),
+                // A net on object storage (`s3://bucket/run/nets/gen-0003.safetensors`) is
+                // downloaded into the cache first.
+                path: crate::run::remote::fetch_file(path, None)?,
                 sims: args.sims,
                 batch: args.batch,
             });

@@ -71,7 +71,9 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
             .games_per_generation
             .saturating_sub(count_records(&games_dir));
         let net = load_net(&session.dir.net(session.generation), session.device)?;
-        let sp = selfplay_phase::play(&config, net, &games_dir, next, todo, &openings, "", &stop)?;
+        let sp = selfplay_phase::play(
+            &config, net, &games_dir, next, todo, &openings, "", None, &stop,
+        )?;
         outcome.selfplay_games += sp.games;
         outcome.selfplay_positions += sp.positions;
         outcome.selfplay_seconds += sp.seconds;
@@ -79,6 +81,7 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
             break;
         }
         selfplay_phase::write_pgn(&games_dir, &session.dir.pgn(next), next, None)?;
+        session.upload_own_games(next)?;
         session.log_selfplay(next, &sp)?;
         if let Some(current) = config.selfplay.resign_threshold {
             calibration.extend(sp.resign_samples.iter().copied());

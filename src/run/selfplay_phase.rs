@@ -14,7 +14,9 @@ use cfzero_selfplay::openings::read_book;
 use cfzero_selfplay::pgn::{PgnTags, game_to_pgn};
 use cfzero_selfplay::record::{RECORD_EXTENSION, read_records, write_records};
 use cfzero_selfplay::window::natural_cmp;
-use cfzero_selfplay::{ActorId, ActorStats, FinishedGame, GameResult, MoveCount, play_games};
+use cfzero_selfplay::{
+    ActorId, ActorStats, FinishedGame, GameRecord, GameResult, MoveCount, play_games,
+};
 use crossbeam_channel::RecvTimeoutError;
 
 use crate::config::Config;
@@ -96,7 +98,7 @@ fn record_name(worker: &str, index: u64) -> String {
 }
 
 /// What the names of `worker`'s record files start with (`g`, or `WORKER-g`).
-fn record_prefix(worker: &str) -> String {
+pub fn record_prefix(worker: &str) -> String {
     if worker.is_empty() {
         "g".to_owned()
     } else {
@@ -286,7 +288,9 @@ pub fn run_actors(
 }
 
 /// Plays `games` more games with `net` into `games_dir` (records of generation `generation`),
-/// naming the files after `worker` (empty for the one worker of `cfzero train`).
+/// naming the files after `worker` (empty for the one worker of `cfzero train`) and numbering
+/// them from `first_index` (default: after the files already in `games_dir`; the number
+/// also seeds the games, so it must not repeat for a worker and generation).
 #[allow(clippy::too_many_arguments)]
 pub fn play(
     config: &Config,
@@ -296,11 +300,15 @@ pub fn play(
     games: usize,
     openings: &[String],
     worker: &str,
+    first_index: Option<u64>,
     stop: &AtomicBool,
 ) -> Result<SelfplaySummary> {
     std::fs::create_dir_all(games_dir)
         .with_context(|| format!("creating {}", games_dir.display()))?;
-    let first = next_index(games_dir, worker)?;
+    let first = match first_index {
+        Some(i) => i,
+        None => next_index(games_dir, worker)?,
+    };
     let mut summary = SelfplaySummary::default();
     if games == 0 {
         return Ok(summary);
@@ -367,6 +375,28 @@ pub fn play(
     Ok(summary)
 }
 
+/// The PGN of self-play `games` of `generation` (played by net `generation - 1`); `origin`
+/// names where they come from in warnings.
+pub fn pgn_text(games: &[GameRecord], generation: u32, origin: &str) -> String {
+    let mut out = String::new();
+    let player = format!("cfzero gen-{:04}", generation.saturating_sub(1));
+    for (i, g) in games.iter().enumerate() {
+        let tags = PgnTags {
+            event: "cfzero self-play",
+            round: i as u64 + 1,
+            white: &player,
+            black: &player,
+        };
+        // A game that does not replay is left out of the PGN (the window quarantines its
+        // file), not a reason to stop the run.
+        match game_to_pgn(g, &tags) {
+            Ok(text) => out.push_str(&text),
+            Err(e) => eprintln!("warning: {origin}: a game left out of the PGN: {e}"),
+        }
+    }
+    out
+}
+
 /// Writes the PGN of every game of `games_dir` to `pgn`, atomically; with `worker`, only
 /// that worker's games (files `WORKER-gNNNNN`), so that workers sharing a directory each
 /// write their own file instead of rewriting one another's.
@@ -390,29 +420,13 @@ pub fn write_pgn(
         })
         .collect();
     files.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
-    let mut out = String::new();
-    let player = format!("cfzero gen-{:04}", generation.saturating_sub(1));
-    let mut round = 0;
+    let mut games = Vec::new();
     for f in files {
-        let Ok(games) = read_records(&f) else {
-            continue;
-        };
-        for g in games {
-            round += 1;
-            let tags = PgnTags {
-                event: "cfzero self-play",
-                round,
-                white: &player,
-                black: &player,
-            };
-            // A game that does not replay is left out of the PGN (the window quarantines
-            // its file), not a reason to stop the run.
-            match game_to_pgn(&g, &tags) {
-                Ok(text) => out.push_str(&text),
-                Err(e) => eprintln!("warning: {}: a game left out of the PGN: {e}", f.display()),
-            }
+        if let Ok(g) = read_records(&f) {
+            games.extend(g);
         }
     }
+    let out = pgn_text(&games, generation, &games_dir.display().to_string());
     write_file_atomically(pgn, out.as_bytes()).with_context(|| format!("writing {}", pgn.display()))
 }
 

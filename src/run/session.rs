@@ -16,7 +16,7 @@ use cfzero_network::checkpoint::{
 use cfzero_network::{Net, parse_device};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::ReplayWindow;
-use cfzero_store::{Lease, LocalStore, RunStore};
+use cfzero_store::{LocalStore, RunLocation, RunStore};
 use cfzero_trainer::learner::STEP_KEY;
 use cfzero_trainer::{EventWriter, Learner};
 use cfzero_trainer::{Mixture, SampleSource};
@@ -30,6 +30,8 @@ use crate::config::Config;
 use crate::error::user_error;
 use crate::run::dir::RunDir;
 use crate::run::learn_phase::{self, LearnSummary};
+use crate::run::lease_keeper::LeaseKeeper;
+use crate::run::remote::{OWN_WORKER, RemoteRun, cache_dir};
 use crate::run::{evaluate, selfplay_phase};
 use crate::user_bail;
 
@@ -39,9 +41,20 @@ pub struct RunArgs {
     /// Config file (TOML).
     #[arg(long, default_value = "configs/tiny.toml")]
     pub config: PathBuf,
-    /// Run directory: nets, games, logs and state go there.
+    /// The run: a directory, or object storage (`s3://BUCKET/PREFIX`, `gs://...`,
+    /// `az://...`; `AWS_ENDPOINT_URL` for MinIO and other S3-compatible servers). Nets,
+    /// games, logs and state go there.
     #[arg(long)]
     pub run: PathBuf,
+    /// With a run on object storage: the local cache directory (default
+    /// `~/.cache/cfzero/runs/<run>`, or under `$CFZERO_CACHE`).
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// With a run on object storage: seconds the trainer lease lasts unless renewed (the
+    /// trainer renews it every third of that); a successor takes over a crashed trainer's
+    /// run after at most this long.
+    #[arg(long, default_value_t = 60.0)]
+    pub lease_seconds: f64,
     /// Continue the run in `--run` where it stopped.
     #[arg(long)]
     pub resume: bool,
@@ -65,6 +78,11 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// Where the run lives.
+    pub fn location(&self) -> Result<RunLocation> {
+        RunLocation::parse(&self.run.to_string_lossy()).map_err(user_error)
+    }
+
     /// Whether the run should stop before generation `generation + 1`: the generation or
     /// time limit is reached, or Ctrl-C was pressed.
     pub fn should_stop(&self, generation: u32, started: Instant, stop: &AtomicBool) -> bool {
@@ -80,8 +98,12 @@ impl RunArgs {
 pub struct Session {
     /// The run's config.
     pub config: Config,
-    /// The run directory.
+    /// The run directory (for a run on object storage, its local cache).
     pub dir: RunDir,
+    /// The run as the user named it (a directory or a URL), for messages.
+    pub location: String,
+    /// The run on object storage, if it lives there.
+    remote: Option<RemoteRun>,
     /// Where nets run.
     pub device: Device,
     /// The net being trained, its optimizer and SWA.
@@ -105,12 +127,8 @@ pub struct Session {
     window_weight: f64,
     /// The run's trainer lease, held while the session lives: a second trainer on the run is
     /// refused.
-    _lease: Lease,
+    lease: LeaseKeeper,
 }
-
-/// How long a trainer lease lasts without renewal (an OS lock on a directory lasts as long
-/// as its process; the time matters for object storage).
-const LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// This trainer as the lease names it to a second one: command, process and host.
 fn trainer_name() -> String {
@@ -125,19 +143,46 @@ impl Session {
     pub fn open(args: &RunArgs) -> Result<Session> {
         let config = Config::load(&args.config)?;
         let device = parse_device(&args.device).map_err(user_error)?;
-        let dir = RunDir::new(&args.run);
+        let location = args.location()?;
+        if !(args.lease_seconds.is_finite() && args.lease_seconds >= 1.0) {
+            user_bail!("--lease-seconds must be at least 1");
+        }
+        let (store, mut remote): (Arc<dyn RunStore>, Option<RemoteRun>) = match &location {
+            RunLocation::Local(p) => (Arc::new(LocalStore::new(p)), None),
+            RunLocation::Object(url) => {
+                let store: Arc<dyn RunStore> =
+                    Arc::from(cfzero_store::open(&location).map_err(user_error)?);
+                let cache = cache_dir(args.cache.as_deref(), url);
+                (store.clone(), Some(RemoteRun::new(store, &cache)))
+            }
+        };
+        let dir = remote
+            .as_ref()
+            .map_or_else(|| RunDir::new(&args.run), |r| r.dir().clone());
         // One trainer per run, before anything is written: a second `train` or `learn` on
         // this run is refused, naming the first.
-        let lease = LocalStore::new(dir.root())
-            .acquire_lease(&trainer_name(), LEASE_TTL)
-            .map_err(|e| {
-                if e.is_user_error() {
-                    user_error(e)
-                } else {
-                    anyhow::Error::new(e)
-                }
-            })?;
-        freeze_config(&dir, &config, args)?;
+        let ttl = std::time::Duration::from_secs_f64(args.lease_seconds);
+        let lease = LeaseKeeper::acquire(store, &trainer_name(), ttl).map_err(|e| {
+            if e.is_user_error() {
+                user_error(e)
+            } else {
+                anyhow::Error::new(e)
+            }
+        })?;
+        if let Some(r) = &remote {
+            // The store is the truth: a cache of a run it no longer holds starts over.
+            if !r.pull(&dir.config())? {
+                r.clear_cache()?;
+            }
+        }
+        freeze_config(&dir, &location.to_string(), &config, args)?;
+        if let Some(r) = &mut remote {
+            r.push(&dir.config())?;
+            let pulled = r.pull_for_trainer(config.window.max_positions)?;
+            if pulled > 0 {
+                eprintln!("resume: {pulled} chunk(s) of games downloaded from {location}");
+            }
+        }
         // Temporary files a killed run left (a young one of another machine may be another
         // worker's write in progress).
         let stale = remove_stale_temporaries(dir.root(), STALE_TEMPORARY);
@@ -166,6 +211,9 @@ impl Session {
                     }
                 };
                 save_net(&net, &dir.net(0))?;
+                if let Some(r) = &remote {
+                    r.publish(0)?;
+                }
                 0
             }
         };
@@ -220,12 +268,14 @@ impl Session {
             window,
             tb,
             generation,
+            location: location.to_string(),
+            remote,
             eval_openings,
             lines_to_stderr: false,
             new_positions: 0,
             data: Vec::new(),
             window_weight: 1.0,
-            _lease: lease,
+            lease,
         };
         let games = session.load_new_games()?;
         session.new_positions = 0;
@@ -237,7 +287,7 @@ impl Session {
         }
         eprintln!(
             "run {}: generation {generation}, {} parameters, device {device:?}",
-            session.dir.root().display(),
+            session.location,
             session.learner.net().parameter_count()
         );
         Ok(session)
@@ -246,6 +296,9 @@ impl Session {
     /// Adds the game records written since the last call to the replay window; returns
     /// how many games were added. Torn or corrupt files are skipped with a warning.
     pub fn load_new_games(&mut self) -> Result<usize> {
+        if let Some(r) = &mut self.remote {
+            r.ingest(Some(OWN_WORKER))?;
+        }
         let mut w = self
             .window
             .write()
@@ -257,6 +310,28 @@ impl Session {
             eprintln!("warning: skipping {}", s.error);
         }
         Ok(games)
+    }
+
+    /// With a run on object storage: uploads the games this trainer played for generation
+    /// `g` (`cfzero train`) as one chunk, with their PGN.
+    pub fn upload_own_games(&self, g: u32) -> Result<()> {
+        let Some(r) = &self.remote else {
+            return Ok(());
+        };
+        let games = self.dir.games(g);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&games)
+            .with_context(|| format!("reading {}", games.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|x| x == cfzero_selfplay::record::RECORD_EXTENSION)
+                    && p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(&selfplay_phase::record_prefix("")))
+            })
+            .collect();
+        files.sort();
+        r.upload_games(g, OWN_WORKER, &files, &self.dir.pgn(g))
     }
 
     /// Positions in the replay window.
@@ -316,6 +391,9 @@ impl Session {
             return Ok(None);
         }
         let next = self.generation + 1;
+        if let Some(why) = self.lease.lost() {
+            anyhow::bail!("not publishing generation {next}: {why}");
+        }
         // The lease keeps other trainers out; this keeps a published net from ever being
         // replaced, whatever else writes to the directory.
         if self.dir.net(next).exists() {
@@ -327,6 +405,9 @@ impl Session {
         let (w, o) = self.dir.trainer_state(next);
         self.learner.save_state(&w, &o)?;
         self.learner.publish(&self.dir.net(next))?;
+        if let Some(r) = &self.remote {
+            r.publish(next)?;
+        }
         self.dir.prune_trainer_states(next);
         self.generation = next;
         self.new_positions = 0;
@@ -396,8 +477,7 @@ impl Session {
     pub fn report_stop(&self) {
         eprintln!(
             "run {}: stopped at generation {} (resume with --resume)",
-            self.dir.root().display(),
-            self.generation
+            self.location, self.generation
         );
     }
 
@@ -418,6 +498,12 @@ impl Session {
         // separately, and a kill between them would glue the next run's line onto this one.
         f.write_all(format!("{line}\n").as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
+        if let Some(r) = &self.remote
+            && let Err(e) = r.push_logs()
+        {
+            // The next generation's publication uploads them again.
+            eprintln!("warning: uploading the log: {e:#}");
+        }
         Ok(())
     }
 
@@ -463,14 +549,11 @@ impl Session {
 }
 
 /// Refuses to resume with a different config unless forced; writes the frozen config.
-fn freeze_config(dir: &RunDir, config: &Config, args: &RunArgs) -> Result<()> {
+fn freeze_config(dir: &RunDir, location: &str, config: &Config, args: &RunArgs) -> Result<()> {
     let frozen = dir.config();
     if frozen.exists() {
         if !args.resume {
-            user_bail!(
-                "run directory {} already holds a run: pass --resume to continue it",
-                dir.root().display()
-            );
+            user_bail!("{location} already holds a run: pass --resume to continue it");
         }
         let old = Config::load(&frozen)?;
         if &old != config && !args.force {

@@ -15,6 +15,7 @@
 //!   a lease object with an expiry (created if absent, renewed and taken over by conditional
 //!   writes on its ETag) on object storage.
 
+pub mod chunks;
 mod lease;
 pub mod local;
 pub mod location;
@@ -22,6 +23,7 @@ pub mod object;
 
 use std::time::Duration;
 
+pub use chunks::{ChunkCursor, ChunkName};
 pub use lease::Lease;
 pub use local::LocalStore;
 pub use location::RunLocation;
@@ -91,6 +93,9 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
 
     /// The object at `key`, or `None` if there is none.
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// When the object at `key` was last written, or `None` if there is none.
+    fn modified(&self, key: &str) -> Result<Option<std::time::SystemTime>, StoreError>;
 
     /// Writes the object at `key`, replacing any; readers see the old or the new bytes.
     fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError>;

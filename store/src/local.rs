@@ -56,6 +56,23 @@ impl LocalStore {
     }
 }
 
+/// Opens (creating it) and locks the file at `path` with an OS lock that lasts as long as the
+/// returned handle or its process, however that ends; `None` if another handle holds it.
+pub fn try_lock_file(path: &Path) -> Result<Option<std::fs::File>, StoreError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(LocalStore::io(path))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(LocalStore::io(path)(e)),
+    }
+}
+
 /// Every file under `dir` (recursively) as a key relative to `root`, temporaries left out.
 fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
     let entries = match std::fs::read_dir(dir) {
@@ -91,6 +108,15 @@ impl RunStore for LocalStore {
         let path = self.path(key)?;
         match std::fs::read(&path) {
             Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Self::io(&path)(e)),
+        }
+    }
+
+    fn modified(&self, key: &str) -> Result<Option<SystemTime>, StoreError> {
+        let path = self.path(key)?;
+        match std::fs::metadata(&path).and_then(|m| m.modified()) {
+            Ok(t) => Ok(Some(t)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Self::io(&path)(e)),
         }
@@ -148,25 +174,14 @@ impl RunStore for LocalStore {
     fn acquire_lease(&self, holder: &str, _ttl: Duration) -> Result<Lease, StoreError> {
         std::fs::create_dir_all(&self.root).map_err(Self::io(&self.root))?;
         let path = self.root.join(LOCK_FILE);
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(Self::io(&path))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                return Err(StoreError::Leased {
-                    run: self.location.clone(),
-                    holder: holder.trim().to_owned(),
-                    until: String::new(),
-                });
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(Self::io(&path)(e)),
-        }
+        let Some(mut file) = try_lock_file(&path)? else {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            return Err(StoreError::Leased {
+                run: self.location.clone(),
+                holder: holder.trim().to_owned(),
+                until: String::new(),
+            });
+        };
         // The holder's name, for the message a second trainer gets.
         file.set_len(0)
             .and_then(|()| file.write_all(holder.as_bytes()))

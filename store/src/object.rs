@@ -8,7 +8,8 @@
 //! S3-compatible server; `GOOGLE_APPLICATION_CREDENTIALS`; `AZURE_STORAGE_ACCOUNT_NAME`,
 //! `AZURE_STORAGE_ACCOUNT_KEY`), from `~/.aws/credentials` (profile `AWS_PROFILE`, else
 //! `default`) when the environment has no AWS key, or from the machine's role. Transient
-//! errors are retried with exponential backoff for up to three minutes.
+//! errors are retried with exponential backoff for up to three minutes
+//! (`CFZERO_STORE_RETRY_SECONDS` to change it).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -45,6 +46,13 @@ pub struct ObjectRunStore {
 /// The retries of every request: exponential backoff from 100 ms to 15 s, for up to 3
 /// minutes (the crate's advice: below 5, so that signed requests stay valid).
 fn retry() -> RetryConfig {
+    // How long one request keeps retrying before it fails (and a worker spools its games
+    // for later): `CFZERO_STORE_RETRY_SECONDS`, 180 by default.
+    let retry_timeout = std::env::var("CFZERO_STORE_RETRY_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map_or(Duration::from_secs(180), Duration::from_secs_f64);
     RetryConfig {
         backoff: BackoffConfig {
             init_backoff: Duration::from_millis(100),
@@ -52,7 +60,7 @@ fn retry() -> RetryConfig {
             base: 2.0,
         },
         max_retries: 10,
-        retry_timeout: Duration::from_secs(180),
+        retry_timeout,
     }
 }
 
@@ -150,34 +158,39 @@ impl ObjectRunStore {
     /// Opens the run at `url` and checks that its bucket can be listed (so that a missing
     /// bucket or missing credentials are found now, not at the first write).
     pub fn open(url: &Url) -> Result<ObjectRunStore, StoreError> {
+        let opened = ObjectRunStore::open_offline(url)?;
+        let bad = |message: String| StoreError::BadLocation(format!("{url}: {message}"));
+        let probe = {
+            let store = Arc::clone(&opened.store);
+            let prefix = opened.prefix.clone();
+            async move {
+                tokio::time::timeout(OPEN_TIMEOUT, store.list_with_delimiter(Some(&prefix))).await
+            }
+        };
+        match opened.runtime.block_on(probe) {
+            Ok(Ok(_)) => Ok(opened),
+            Ok(Err(e)) => Err(bad(one_line(&e))),
+            Err(_) => Err(bad(format!(
+                "no answer in {} s (no credentials, or the endpoint is unreachable?)",
+                OPEN_TIMEOUT.as_secs()
+            ))),
+        }
+    }
+
+    /// Opens the run at `url` without asking the store anything (a worker that has what it
+    /// needs in its cache plays on while the store is unreachable); the credentials are
+    /// still checked.
+    pub fn open_offline(url: &Url) -> Result<ObjectRunStore, StoreError> {
         let location = url.to_string();
         let bad = |message: String| StoreError::BadLocation(format!("{location}: {message}"));
         if let Some(missing) = missing_credentials(url) {
             return Err(bad(missing));
         }
         let store = client(url).map_err(|e| bad(one_line(&e)))?;
-        let prefix = Path::from(url.path().trim_matches('/'));
         let runtime = io_runtime().map_err(|e| bad(format!("starting the I/O runtime: {e}")))?;
-        let probe = {
-            let store = Arc::clone(&store);
-            let prefix = prefix.clone();
-            async move {
-                tokio::time::timeout(OPEN_TIMEOUT, store.list_with_delimiter(Some(&prefix))).await
-            }
-        };
-        match runtime.block_on(probe) {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(bad(one_line(&e))),
-            Err(_) => {
-                return Err(bad(format!(
-                    "no answer in {} s (no credentials, or the endpoint is unreachable?)",
-                    OPEN_TIMEOUT.as_secs()
-                )));
-            }
-        }
         Ok(ObjectRunStore {
             store,
-            prefix,
+            prefix: Path::from(url.path().trim_matches('/')),
             location,
             runtime,
         })
@@ -309,6 +322,15 @@ impl RunStore for ObjectRunStore {
             .block_on(async { self.store.get(&path).await?.bytes().await });
         match got {
             Ok(bytes) => Ok(Some(bytes.to_vec())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.backend(key, &e)),
+        }
+    }
+
+    fn modified(&self, key: &str) -> Result<Option<SystemTime>, StoreError> {
+        let path = self.path(key)?;
+        match self.runtime.block_on(self.store.head(&path)) {
+            Ok(meta) => Ok(Some(meta.last_modified.into())),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.backend(key, &e)),
         }

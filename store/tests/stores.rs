@@ -8,14 +8,25 @@ mod s3_server;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cfzero_store::{LocalStore, ObjectRunStore, RunStore, StoreError};
+use cfzero_store::{ChunkCursor, ChunkName, LocalStore, ObjectRunStore, RunStore, StoreError};
 use s3_server::S3Server;
 
 /// What every store must do.
 fn suite(store: &dyn RunStore) {
     // Absent, then written, then replaced.
     assert_eq!(store.get("nets/gen-0001.safetensors").unwrap(), None);
+    assert_eq!(store.modified("nets/gen-0001.safetensors").unwrap(), None);
+    let before = std::time::SystemTime::now() - Duration::from_secs(5);
     store.put("nets/gen-0001.safetensors", b"one").unwrap();
+    // When it was written (second precision on S3), for the ladder's time axis.
+    let written = store
+        .modified("nets/gen-0001.safetensors")
+        .unwrap()
+        .unwrap();
+    assert!(
+        written >= before && written <= std::time::SystemTime::now() + Duration::from_secs(5),
+        "{written:?}"
+    );
     assert_eq!(
         store.get("nets/gen-0001.safetensors").unwrap().as_deref(),
         Some(&b"one"[..])
@@ -158,29 +169,45 @@ fn a_poll_costs_the_same_however_many_chunks_were_consumed() {
     let server = S3Server::start();
     let store = server.store("listing", "runs/z");
     let mut polls = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut written = 0;
+    // The trainer's cursor, with a 10-second grace window for late uploads.
+    let mut cursor = ChunkCursor::new(Duration::from_secs(10));
+    let mut written = 0u64;
+    // Chunks one second apart (upload times of the past), as workers name them.
+    let mut put = |worker: &str| {
+        let ms = 1_700_000_000_000 + written * 1000;
+        let name = ChunkName {
+            uploaded_ms: ms,
+            generation: 1,
+            worker: worker.to_owned(),
+            bundle: ms,
+            games: 1,
+            positions: 10,
+        };
+        store.put(&name.key(), b"games").unwrap();
+        written += 1;
+    };
     for batch in [10, 1000] {
         for _ in 0..batch {
-            store
-                .put(&format!("chunks/{written:010}-w1"), b"games")
-                .unwrap();
-            written += 1;
+            put("w1");
         }
-        // The trainer catches up, then polls once more with nothing new.
-        let new = store.list_after("chunks", cursor.as_deref()).unwrap();
+        // The trainer catches up, then polls once more with little new.
+        let new = cursor.poll(&store).unwrap();
         assert_eq!(new.len(), batch);
-        cursor = new.last().cloned();
-        store
-            .put(&format!("chunks/{written:010}-w2"), b"games")
-            .unwrap();
-        written += 1;
+        for k in &new {
+            cursor.consume(k);
+        }
+        put("w2");
+        put("w3");
         server.start_counting();
-        let new = store.list_after("chunks", cursor.as_deref()).unwrap();
+        let new = cursor.poll(&store).unwrap();
         polls.push(server.counted());
-        assert_eq!(new.len(), 1);
-        cursor = new.last().cloned();
+        assert_eq!(new.len(), 2, "{new:?}");
+        for k in &new {
+            cursor.consume(k);
+        }
+        // Nothing is read twice.
+        assert!(cursor.poll(&store).unwrap().is_empty());
     }
-    // One ListObjectsV2 request with start-after, after 11 chunks as after 1,012.
+    // One ListObjectsV2 request with start-after, after 12 chunks as after 1,014.
     assert_eq!(polls, [1, 1], "requests per poll");
 }

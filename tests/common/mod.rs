@@ -7,7 +7,7 @@
 pub mod uci;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 use cfzero_network::{NetworkConfig, load_net};
 use cfzero_selfplay::record::{RECORD_EXTENSION, read_records};
@@ -17,6 +17,16 @@ use cfzero_selfplay::{GameRecord, GameResult, Termination};
 use cfzero_trainer::tensorboard::{ScalarEvent, read_scalars};
 use shakmaty::CastlingMode;
 use tch::Device;
+
+/// Kills the child when dropped (a failing test leaves no process running).
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 /// The workspace root.
 pub fn repo_root() -> PathBuf {

@@ -1,0 +1,435 @@
+//! A run on object storage, worked on through a local cache directory in the run-directory
+//! layout ([`RunDir`]): training, self-play and matches read and write local files as for a
+//! run on disk, and this module moves them to and from the store. What lives where:
+//!
+//! ```text
+//! config.toml                       the frozen config (written by the trainer)
+//! nets/gen-0003.safetensors         published nets, created only if absent (the commit point)
+//! state/trainer-gen-0003.*          the trainer state after generation 3 (weights, optimizer,
+//!                                   SWA, step), uploaded before the net
+//! state/chunk-cursor.json           where the trainer's ingest of chunks stands
+//! chunks/<ms>-g<gen>-<worker>-...   the workers' games, one object per chunk
+//! pgn/gen-0003/<ms>-<worker>-...pgn the same games as PGN, one object per chunk
+//! log.tsv, tb/...                   the trainer's log and TensorBoard files
+//! trainer.lease                     the trainer lease
+//! ```
+//!
+//! The cache is `--cache DIR`, else `$CFZERO_CACHE/runs/<run>`, else
+//! `$XDG_CACHE_HOME/cfzero/runs/<run>` (`~/.cache/cfzero/...`). It holds nothing the store
+//! does not (a trainer resumes on another machine from the store alone), except a worker's
+//! spool of games not uploaded yet.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use cfzero_fsutil::write_file_atomically;
+use cfzero_store::chunks::CHUNKS;
+use cfzero_store::{ChunkCursor, ChunkName, RunStore};
+use url::Url;
+
+use crate::run::dir::RunDir;
+
+/// The worker name of a trainer's own games (`cfzero train` on object storage).
+pub const OWN_WORKER: &str = "trainer";
+
+/// The key of the trainer's chunk cursor.
+pub const CURSOR_KEY: &str = "state/chunk-cursor.json";
+
+/// How late an upload may land after a later one was seen: the longest upload plus the clock
+/// differences between the machines of a run.
+pub const CHUNK_GRACE: Duration = Duration::from_secs(300);
+
+/// The cache directory of the run at `url`.
+pub fn cache_dir(explicit: Option<&Path>, url: &Url) -> PathBuf {
+    if let Some(p) = explicit {
+        return p.to_owned();
+    }
+    let base = std::env::var_os("CFZERO_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("cfzero")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cfzero")))
+        .unwrap_or_else(|| PathBuf::from(".cfzero-cache"));
+    let name: String = url
+        .as_str()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    base.join("runs").join(name)
+}
+
+/// A run on a store and its local cache.
+#[derive(Debug)]
+pub struct RemoteRun {
+    store: Arc<dyn RunStore>,
+    dir: RunDir,
+    cursor: ChunkCursor,
+}
+
+impl RemoteRun {
+    /// The run on `store`, cached in `cache`.
+    pub fn new(store: Arc<dyn RunStore>, cache: &Path) -> RemoteRun {
+        RemoteRun {
+            store,
+            dir: RunDir::new(cache),
+            cursor: ChunkCursor::new(CHUNK_GRACE),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn RunStore> {
+        &self.store
+    }
+
+    /// The cache, in the run-directory layout.
+    pub fn dir(&self) -> &RunDir {
+        &self.dir
+    }
+
+    /// The store's key of a file in the cache.
+    fn key_of(&self, path: &Path) -> Result<String> {
+        let rel = path
+            .strip_prefix(self.dir.root())
+            .with_context(|| format!("{} is outside the run's cache", path.display()))?;
+        Ok(rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"))
+    }
+
+    /// Downloads the object of a cache file to it; `false` if the store has none.
+    pub fn pull(&self, path: &Path) -> Result<bool> {
+        let key = self.key_of(path)?;
+        let Some(bytes) = self.store.get(&key)? else {
+            return Ok(false);
+        };
+        write_local(path, &bytes)?;
+        Ok(true)
+    }
+
+    /// Uploads a cache file (nothing if it does not exist).
+    pub fn push(&self, path: &Path) -> Result<()> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        self.store.put(&self.key_of(path)?, &bytes)?;
+        Ok(())
+    }
+
+    /// Uploads every file under a cache directory (TensorBoard's).
+    pub fn push_tree(&self, dir: &Path) -> Result<()> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                self.push_tree(&p)?;
+            } else if !cfzero_fsutil::is_temporary(&p) {
+                self.push(&p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The newest published generation on the store (one listing of `nets/`).
+    pub fn newest_net(&self) -> Result<Option<u32>> {
+        Ok(self
+            .store
+            .list_after("nets", None)?
+            .iter()
+            .filter_map(|k| net_generation(k))
+            .max())
+    }
+
+    /// What `cfzero ladder` reads: the config, every net and the ladder's earlier results.
+    pub fn pull_ladder(&self) -> Result<()> {
+        self.pull(&self.dir.config())?;
+        for key in self.store.list_after("nets", None)? {
+            if let Some(g) = net_generation(&key) {
+                self.pull_net(g)?;
+                // The ladder's time axis reads when each net was published: the object's
+                // time, not the download's.
+                if let Some(t) = self.store.modified(&key)? {
+                    let path = self.dir.net(g);
+                    std::fs::File::options()
+                        .write(true)
+                        .open(&path)
+                        .and_then(|f| f.set_modified(t))
+                        .with_context(|| format!("setting the time of {}", path.display()))?;
+                }
+            }
+        }
+        self.pull(&self.dir.root().join("ladder").join("results.json"))?;
+        Ok(())
+    }
+
+    /// Downloads net `g` into the cache unless it is there; `false` if the store lacks it.
+    pub fn pull_net(&self, g: u32) -> Result<bool> {
+        let path = self.dir.net(g);
+        if path.exists() {
+            return Ok(true);
+        }
+        self.pull(&path)
+    }
+
+    /// Empties the cache of what a run keeps (for a run the store does not hold: a cache
+    /// left by an earlier run of the same URL). Only the run layout's own entries go, never
+    /// anything else in a `--cache` directory.
+    pub fn clear_cache(&self) -> Result<()> {
+        for sub in ["nets", "games", "pgn", "state", "tb"] {
+            let d = self.dir.root().join(sub);
+            if d.exists() {
+                std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+            }
+        }
+        for f in [self.dir.config(), self.dir.log()] {
+            if f.exists() {
+                std::fs::remove_file(&f).with_context(|| format!("removing {}", f.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What a trainer needs to go on where the run's last trainer stopped, from the store
+    /// alone: the newest net and generation 0's (the evaluation's baseline), the trainer
+    /// state, the log, the chunk cursor, and the newest chunks up to `window_positions`
+    /// positions (the replay window). Returns the chunks downloaded.
+    pub fn pull_for_trainer(&mut self, window_positions: usize) -> Result<usize> {
+        let Some(newest) = self.newest_net()? else {
+            return Ok(0);
+        };
+        // Nets the cache has and the store lacks were published here by a trainer killed
+        // before it uploaded them: the store is the truth.
+        for g in self.dir.published()? {
+            if g > newest {
+                let (w, o) = self.dir.trainer_state(g);
+                for p in trainer_state_files(&w, &o).iter().chain([&self.dir.net(g)]) {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+        }
+        for g in [0, newest] {
+            self.pull_net(g)?;
+        }
+        let (w, o) = self.dir.trainer_state(newest);
+        for p in trainer_state_files(&w, &o) {
+            self.pull(&p)?;
+        }
+        self.pull(&self.dir.log())?;
+        if let Some(bytes) = self.store.get(CURSOR_KEY)? {
+            self.cursor = serde_json::from_slice(&bytes)
+                .with_context(|| format!("reading {CURSOR_KEY} of {}", self.store.location()))?;
+        }
+        // One listing of every chunk, once per start: the newest fill the window.
+        let mut chunks: Vec<ChunkName> = self
+            .store
+            .list_after(CHUNKS, None)?
+            .iter()
+            .filter_map(|k| ChunkName::parse(k))
+            .collect();
+        chunks.sort_by_key(|c| std::cmp::Reverse(c.uploaded_ms));
+        let mut positions = 0u64;
+        let mut pulled = 0;
+        for c in chunks {
+            if positions >= window_positions as u64 {
+                break;
+            }
+            positions += c.positions;
+            // The trainer's own games of this cache are here already, under their own names.
+            if c.worker == OWN_WORKER && self.has_own_games(c.generation) {
+                continue;
+            }
+            let local = self.chunk_path(&c);
+            if !local.exists() {
+                let Some(bytes) = self.store.get(&c.key())? else {
+                    continue;
+                };
+                write_local(&local, &bytes)?;
+                pulled += 1;
+            }
+        }
+        Ok(pulled)
+    }
+
+    /// Whether the cache holds games `cfzero train` played here for generation `g`
+    /// (`gNNNNN.cfzg`).
+    fn has_own_games(&self, g: u32) -> bool {
+        std::fs::read_dir(self.dir.games(g)).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with('g') && name.ends_with(".cfzg")
+            })
+        })
+    }
+
+    /// Where a chunk's games go in the cache (where the replay window reads them).
+    fn chunk_path(&self, c: &ChunkName) -> PathBuf {
+        self.dir
+            .games(c.generation)
+            .join(format!("{}-{}-{}.cfzg", c.uploaded_ms, c.worker, c.bundle))
+    }
+
+    /// Downloads the chunks that arrived since the last call into the cache; chunks of
+    /// `skip_worker` (the trainer's own games, in the cache already) are only marked read.
+    /// Returns the chunks downloaded.
+    pub fn ingest(&mut self, skip_worker: Option<&str>) -> Result<usize> {
+        let mut pulled = 0;
+        for key in self.cursor.poll(self.store.as_ref())? {
+            let Some(name) = ChunkName::parse(&key) else {
+                continue;
+            };
+            let local = self.chunk_path(&name);
+            if skip_worker != Some(name.worker.as_str()) && !local.exists() {
+                // Listed but gone (deleted by hand) is nothing to train on.
+                if let Some(bytes) = self.store.get(&key)? {
+                    write_local(&local, &bytes)?;
+                    pulled += 1;
+                }
+            }
+            self.cursor.consume(&key);
+        }
+        Ok(pulled)
+    }
+
+    /// Publishes generation `g` from the cache: the trainer state, log, TensorBoard files
+    /// and chunk cursor first, the net last and only if the store has no net `g` (the commit
+    /// point: two trainers can never both publish a generation).
+    pub fn publish(&self, g: u32) -> Result<()> {
+        let (w, o) = self.dir.trainer_state(g);
+        for p in trainer_state_files(&w, &o) {
+            self.push(&p)?;
+        }
+        self.push_logs()?;
+        self.store
+            .put(CURSOR_KEY, &serde_json::to_vec(&self.cursor)?)?;
+        let net = self.dir.net(g);
+        let bytes = std::fs::read(&net).with_context(|| format!("reading {}", net.display()))?;
+        let key = self.key_of(&net)?;
+        if !self.store.put_if_absent(&key, &bytes)? {
+            anyhow::bail!(
+                "{} exists already on {}: another trainer published generation {g} of this run",
+                key,
+                self.store.location()
+            );
+        }
+        Ok(())
+    }
+
+    /// Uploads the log and the TensorBoard files.
+    pub fn push_logs(&self) -> Result<()> {
+        self.push(&self.dir.log())?;
+        self.push_tree(&self.dir.tensorboard())
+    }
+
+    /// Uploads the games of `files` (records of generation `g`) as one chunk of `worker`,
+    /// with their PGN: a trainer that plays its own games keeps them on the store, so that a
+    /// successor elsewhere has them.
+    pub fn upload_games(&self, g: u32, worker: &str, files: &[PathBuf], pgn: &Path) -> Result<()> {
+        let mut games = Vec::new();
+        for f in files {
+            games.extend(cfzero_selfplay::record::read_records(f)?);
+        }
+        if games.is_empty() {
+            return Ok(());
+        }
+        let now = cfzero_store::chunks::now_ms();
+        let name = ChunkName {
+            uploaded_ms: now,
+            generation: g,
+            worker: worker.to_owned(),
+            bundle: now,
+            games: games.len() as u32,
+            positions: games.iter().map(|g| g.positions.len() as u64).sum(),
+        };
+        if let Ok(text) = std::fs::read(pgn) {
+            let key = format!("pgn/gen-{g:04}/{now}-{worker}-{now}.pgn");
+            self.store.put(&key, &text)?;
+        }
+        self.store.put(
+            &name.key(),
+            &cfzero_selfplay::record::encode_records(&games),
+        )?;
+        Ok(())
+    }
+}
+
+/// The files of the trainer state whose weights and optimizer are `w` and `o`: those two,
+/// the SWA average and the step record.
+pub fn trainer_state_files(w: &Path, o: &Path) -> [PathBuf; 4] {
+    [
+        w.to_owned(),
+        o.to_owned(),
+        cfzero_trainer::learner::swa_path(w),
+        w.with_extension("json"),
+    ]
+}
+
+/// The generation of a net's key (`nets/gen-0003.safetensors`).
+pub fn net_generation(key: &str) -> Option<u32> {
+    key.strip_prefix("nets/gen-")?
+        .strip_suffix(".safetensors")?
+        .parse()
+        .ok()
+}
+
+/// Writes a file of the cache atomically, creating its directory.
+fn write_local(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    write_file_atomically(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Downloads the object a URL names (`s3://bucket/run/nets/gen-0003.safetensors`) into the
+/// cache and returns the local file; a path is returned as it is.
+pub fn fetch_file(spec: &Path, cache: Option<&Path>) -> Result<PathBuf> {
+    let text = spec.to_string_lossy();
+    let location = cfzero_store::RunLocation::parse(&text).map_err(crate::error::user_error)?;
+    let url = match location {
+        cfzero_store::RunLocation::Local(p) => return Ok(p),
+        cfzero_store::RunLocation::Object(url) => url,
+    };
+    let mut parent = url.clone();
+    let name = {
+        let mut segments: Vec<String> = url
+            .path_segments()
+            .map(|s| s.map(str::to_owned).collect())
+            .unwrap_or_default();
+        let name = segments.pop().filter(|n| !n.is_empty()).ok_or_else(|| {
+            crate::error::user_error(format!("{text}: no object named (ends with /)"))
+        })?;
+        parent.set_path(&segments.join("/"));
+        name
+    };
+    let store = cfzero_store::open(&cfzero_store::RunLocation::Object(parent.clone()))
+        .map_err(crate::error::user_error)?;
+    let local = cache_dir(cache, &parent).join(&name);
+    if !local.exists() {
+        let Some(bytes) = store.get(&name)? else {
+            return Err(crate::error::user_error(format!("{text}: no such object")));
+        };
+        write_local(&local, &bytes)?;
+    }
+    Ok(local)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_dirs_and_net_keys() {
+        let url = Url::parse("s3://bucket/runs/x").unwrap();
+        let d = cache_dir(None, &url);
+        assert!(d.ends_with("runs/s3___bucket_runs_x"), "{}", d.display());
+        assert_eq!(cache_dir(Some(Path::new("/c")), &url), PathBuf::from("/c"));
+        assert_eq!(net_generation("nets/gen-0012.safetensors"), Some(12));
+        assert_eq!(net_generation("nets/gen-0012.safetensors.tmp1"), None);
+    }
+}

@@ -1,0 +1,408 @@
+//! A self-play worker's local spool for a run on object storage: the games it finished and
+//! has not uploaded yet. Nothing a worker finished is lost, whether the store is down or the
+//! worker is killed:
+//!
+//! ```text
+//! SPOOL/games/gen-0004/W-g00012.cfzg   finished games, one file each (written atomically)
+//! SPOOL/bundling/<bundle>-g0004/...    games being bundled into a chunk (moved here first)
+//! SPOOL/outbox/<bundle>-g0004-n32-p5120.cfzg (+ .pgn)   chunks waiting for upload
+//! SPOOL/next-index                     the next game number (it seeds the games)
+//! SPOOL/lock                           held by the worker that owns the spool
+//! ```
+//!
+//! Bundling moves the game files into a directory of their own, writes the chunk to the
+//! outbox atomically, then removes that directory: a kill at any point leaves either the
+//! games or the chunk, and [`Spool::open`] finishes what was begun. An outbox chunk leaves
+//! only once the store has it; its key carries the bundle time, so the trainer can tell a
+//! chunk uploaded twice (a kill between the upload and the removal) and reads it once.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result};
+use cfzero_fsutil::write_file_atomically;
+use cfzero_selfplay::GameRecord;
+use cfzero_selfplay::record::{RECORD_EXTENSION, encode_records, read_records};
+use cfzero_store::chunks::now_ms;
+use cfzero_store::{ChunkName, RunStore};
+
+use crate::run::selfplay_phase::{pgn_text, record_prefix};
+
+/// A worker's spool, locked while this value lives.
+#[derive(Debug)]
+pub struct Spool {
+    root: PathBuf,
+    worker: String,
+    _lock: File,
+}
+
+/// A chunk in the outbox.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// The chunk's file.
+    pub path: PathBuf,
+    /// Its generation, bundle time, games and positions.
+    pub generation: u32,
+    /// When it was bundled, milliseconds since the Unix epoch.
+    pub bundle: u64,
+    /// Games in it.
+    pub games: u32,
+    /// Positions in it.
+    pub positions: u64,
+}
+
+impl Spool {
+    /// Opens the spool of `worker` under `root`, or `None` if another process holds it;
+    /// finishes bundles a killed worker left half done.
+    pub fn open(root: &Path, worker: &str) -> Result<Option<Spool>> {
+        for sub in ["games", "bundling", "outbox"] {
+            let d = root.join(sub);
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        let Some(lock) = cfzero_store::local::try_lock_file(&root.join("lock"))? else {
+            return Ok(None);
+        };
+        let spool = Spool {
+            root: root.to_owned(),
+            worker: worker.to_owned(),
+            _lock: lock,
+        };
+        for dir in list(&spool.root.join("bundling"))? {
+            spool.finish_bundle(&dir)?;
+        }
+        Ok(Some(spool))
+    }
+
+    /// Where the games of generation `g` are played into.
+    pub fn games_dir(&self, g: u32) -> PathBuf {
+        self.root.join("games").join(format!("gen-{g:04}"))
+    }
+
+    /// Reserves `n` game numbers; returns the first. Game numbers seed the games, so they
+    /// never repeat for this worker, across restarts included.
+    pub fn reserve(&self, n: usize) -> Result<u64> {
+        let path = self.root.join("next-index");
+        let first = match std::fs::read_to_string(&path) {
+            Ok(s) => s.trim().parse::<u64>().unwrap_or(0),
+            Err(_) => 0,
+        };
+        write_file_atomically(&path, (first + n as u64).to_string().as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(first)
+    }
+
+    /// Finished games not bundled yet, and when the oldest of them was written.
+    pub fn pending(&self) -> Result<(usize, Option<SystemTime>)> {
+        let mut count = 0;
+        let mut oldest: Option<SystemTime> = None;
+        for dir in list(&self.root.join("games"))? {
+            for f in self.finished_games(&dir)? {
+                count += 1;
+                if let Ok(t) = std::fs::metadata(&f).and_then(|m| m.modified()) {
+                    oldest = Some(oldest.map_or(t, |o| o.min(t)));
+                }
+            }
+        }
+        Ok((count, oldest))
+    }
+
+    /// Bundles every finished game into outbox chunks (one per generation); returns the
+    /// number of chunks made.
+    pub fn bundle(&self) -> Result<usize> {
+        let mut made = 0;
+        for dir in list(&self.root.join("games"))? {
+            let files = self.finished_games(&dir)?;
+            if files.is_empty() {
+                continue;
+            }
+            let Some(generation) = generation_of(&dir) else {
+                continue;
+            };
+            // A bundle time of its own, later than any before it.
+            let mut bundle = now_ms();
+            while self
+                .root
+                .join("bundling")
+                .join(bundle_dir(bundle, generation))
+                .exists()
+                || self.outbox()?.iter().any(|o| o.bundle == bundle)
+            {
+                bundle += 1;
+            }
+            let target = self
+                .root
+                .join("bundling")
+                .join(bundle_dir(bundle, generation));
+            std::fs::create_dir_all(&target)
+                .with_context(|| format!("creating {}", target.display()))?;
+            for f in files {
+                let to = target.join(f.file_name().unwrap_or_default());
+                std::fs::rename(&f, &to)
+                    .with_context(|| format!("moving {} to {}", f.display(), to.display()))?;
+            }
+            self.finish_bundle(&target)?;
+            made += 1;
+        }
+        Ok(made)
+    }
+
+    /// Writes the chunk of a bundling directory to the outbox (unless it is there already)
+    /// and removes the directory.
+    fn finish_bundle(&self, dir: &Path) -> Result<()> {
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let Some((bundle, generation)) = parse_bundle_dir(&name) else {
+            return Ok(());
+        };
+        let already = self.outbox()?.into_iter().any(|o| o.bundle == bundle);
+        if !already {
+            let mut games: Vec<GameRecord> = Vec::new();
+            for f in list(dir)? {
+                match read_records(&f) {
+                    Ok(g) => games.extend(g),
+                    // A file the worker did not finish writing is a game it did not finish.
+                    Err(e) => eprintln!("warning: spool: skipping {}: {e}", f.display()),
+                }
+            }
+            if !games.is_empty() {
+                let positions: u64 = games.iter().map(|g| g.positions.len() as u64).sum();
+                let stem = format!("{bundle}-g{generation:04}-n{}-p{positions}", games.len());
+                let outbox = self.root.join("outbox");
+                let pgn = pgn_text(&games, generation, &dir.display().to_string());
+                let pgn_path = outbox.join(format!("{stem}.pgn"));
+                write_file_atomically(&pgn_path, pgn.as_bytes())
+                    .with_context(|| format!("writing {}", pgn_path.display()))?;
+                // The chunk last: its presence says the bundle is complete.
+                let chunk = outbox.join(format!("{stem}.{RECORD_EXTENSION}"));
+                write_file_atomically(&chunk, &encode_records(&games))
+                    .with_context(|| format!("writing {}", chunk.display()))?;
+            }
+        }
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))
+    }
+
+    /// Chunks waiting for upload, oldest first.
+    pub fn outbox(&self) -> Result<Vec<Outgoing>> {
+        let mut out: Vec<Outgoing> = list(&self.root.join("outbox"))?
+            .into_iter()
+            .filter_map(|path| {
+                let stem = path
+                    .file_name()?
+                    .to_str()?
+                    .strip_suffix(".cfzg")?
+                    .to_owned();
+                let mut parts = stem.split('-');
+                let bundle = parts.next()?.parse().ok()?;
+                let generation = parts.next()?.strip_prefix('g')?.parse().ok()?;
+                let games = parts.next()?.strip_prefix('n')?.parse().ok()?;
+                let positions = parts.next()?.strip_prefix('p')?.parse().ok()?;
+                Some(Outgoing {
+                    path,
+                    generation,
+                    bundle,
+                    games,
+                    positions,
+                })
+            })
+            .collect();
+        out.sort_by_key(|o| o.bundle);
+        Ok(out)
+    }
+
+    /// Bytes the outbox holds.
+    pub fn outbox_bytes(&self) -> u64 {
+        list(&self.root.join("outbox")).map_or(0, |files| {
+            files
+                .iter()
+                .filter_map(|f| std::fs::metadata(f).ok())
+                .map(|m| m.len())
+                .sum()
+        })
+    }
+
+    /// Uploads one outbox chunk (its PGN first, under `pgn/gen-N/`), then removes it from
+    /// the outbox; returns its key.
+    pub fn upload(&self, store: &dyn RunStore, chunk: &Outgoing) -> Result<String> {
+        let bytes = std::fs::read(&chunk.path)
+            .with_context(|| format!("reading {}", chunk.path.display()))?;
+        let name = ChunkName {
+            uploaded_ms: now_ms(),
+            generation: chunk.generation,
+            worker: self.worker.clone(),
+            bundle: chunk.bundle,
+            games: chunk.games,
+            positions: chunk.positions,
+        };
+        let key = name.key();
+        let pgn_path = chunk.path.with_extension("pgn");
+        if let Ok(pgn) = std::fs::read(&pgn_path) {
+            let pgn_key = format!(
+                "pgn/gen-{:04}/{}-{}-{}.pgn",
+                chunk.generation, name.uploaded_ms, self.worker, chunk.bundle
+            );
+            store.put(&pgn_key, &pgn)?;
+        }
+        store.put(&key, &bytes)?;
+        let _ = std::fs::remove_file(&pgn_path);
+        std::fs::remove_file(&chunk.path)
+            .with_context(|| format!("removing {}", chunk.path.display()))?;
+        Ok(key)
+    }
+
+    /// The finished game files of this worker in `dir` (temporary files left out).
+    fn finished_games(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let prefix = record_prefix(&self.worker);
+        Ok(list(dir)?
+            .into_iter()
+            .filter(|p| {
+                p.extension().is_some_and(|e| e == RECORD_EXTENSION)
+                    && p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(&prefix))
+            })
+            .collect())
+    }
+}
+
+/// How long to wait before the next try after `failures` failed ones in a row: 1 s,
+/// doubling, at most a minute.
+pub fn backoff(failures: u32) -> Duration {
+    Duration::from_secs(1u64 << failures.min(6)).min(Duration::from_secs(60))
+}
+
+fn bundle_dir(bundle: u64, generation: u32) -> String {
+    format!("{bundle}-g{generation:04}")
+}
+
+fn parse_bundle_dir(name: &str) -> Option<(u64, u32)> {
+    let (bundle, generation) = name.split_once("-g")?;
+    Some((bundle.parse().ok()?, generation.parse().ok()?))
+}
+
+fn generation_of(dir: &Path) -> Option<u32> {
+    dir.file_name()?
+        .to_str()?
+        .strip_prefix("gen-")?
+        .parse()
+        .ok()
+}
+
+/// The entries of `dir`, sorted (none if it does not exist).
+fn list(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            for e in entries {
+                out.push(
+                    e.with_context(|| format!("reading {}", dir.display()))?
+                        .path(),
+                );
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cfzero_selfplay::record::write_records;
+    use cfzero_selfplay::{GameResult, PositionRecord, Termination};
+    use cfzero_store::LocalStore;
+
+    /// Two plies (the first legal move each time), then Black resigns.
+    fn game() -> GameRecord {
+        let position = PositionRecord::default();
+        GameRecord {
+            start_fen: None,
+            result: GameResult::WhiteWin,
+            termination: Termination::Resignation,
+            generation: 0,
+            positions: vec![position.clone(), position],
+        }
+    }
+
+    #[test]
+    fn games_go_to_the_outbox_and_from_there_to_the_store_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("spool");
+        let spool = Spool::open(&root, "w").unwrap().unwrap();
+        assert!(Spool::open(&root, "w").unwrap().is_none(), "one owner");
+        assert_eq!(spool.reserve(3).unwrap(), 0);
+        assert_eq!(spool.reserve(2).unwrap(), 3);
+
+        let games = spool.games_dir(1);
+        std::fs::create_dir_all(&games).unwrap();
+        for i in 0..3 {
+            write_records(&games.join(format!("w-g{i:05}.cfzg")), &[game()]).unwrap();
+        }
+        // A game being written and another worker's file are not this worker's finished games.
+        std::fs::write(games.join("w-g00003.cfzg.tmp1-0"), b"half").unwrap();
+        write_records(&games.join("x-g00000.cfzg"), &[game()]).unwrap();
+        assert_eq!(spool.pending().unwrap().0, 3);
+        assert_eq!(spool.bundle().unwrap(), 1);
+        assert_eq!(spool.pending().unwrap().0, 0);
+        let outbox = spool.outbox().unwrap();
+        assert_eq!(outbox.len(), 1);
+        assert_eq!(
+            (outbox[0].games, outbox[0].positions, outbox[0].generation),
+            (3, 6, 1)
+        );
+        let pgn = std::fs::read_to_string(outbox[0].path.with_extension("pgn")).unwrap();
+        assert_eq!(
+            pgn.matches("[Termination \"resignation\"]").count(),
+            3,
+            "{pgn}"
+        );
+
+        // Killed while bundling: the next owner finishes the bundle.
+        let bundle = outbox[0].bundle + 7;
+        let half = root.join("bundling").join(bundle_dir(bundle, 2));
+        std::fs::create_dir_all(&half).unwrap();
+        write_records(&half.join("w-g00004.cfzg"), &[game()]).unwrap();
+        drop(spool);
+        let spool = Spool::open(&root, "w").unwrap().unwrap();
+        assert!(!half.exists());
+        let outbox = spool.outbox().unwrap();
+        assert_eq!(outbox.len(), 2);
+        assert_eq!(
+            (outbox[1].bundle, outbox[1].games, outbox[1].generation),
+            (bundle, 1, 2)
+        );
+
+        let store = LocalStore::new(&tmp.path().join("store"));
+        for chunk in &outbox {
+            let key = spool.upload(&store, chunk).unwrap();
+            let name = ChunkName::parse(&key).unwrap();
+            assert_eq!(
+                (name.worker.as_str(), name.bundle, name.games),
+                ("w", chunk.bundle, chunk.games)
+            );
+            let games = cfzero_selfplay::record::decode_records(
+                &store.get(&key).unwrap().unwrap(),
+                Path::new(&key),
+            )
+            .unwrap();
+            assert_eq!(games.len() as u32, chunk.games);
+        }
+        assert!(spool.outbox().unwrap().is_empty());
+        assert_eq!(store.list_after("pgn", None).unwrap().len(), 2);
+        assert_eq!(spool.outbox_bytes(), 0);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(parse_bundle_dir(&bundle_dir(17, 3)), Some((17, 3)));
+        assert_eq!(generation_of(Path::new("x/gen-0012")), Some(12));
+        assert_eq!(backoff(0), Duration::from_secs(1));
+        assert_eq!(backoff(3), Duration::from_secs(8));
+        assert_eq!(backoff(40), Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,104 @@
+//! A self-play worker's upload thread for a run on object storage: it bundles finished games
+//! into chunks, uploads them with backoff while the store is unreachable, and fetches new
+//! nets into the cache, so that play never waits on the store.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::run::remote::RemoteRun;
+use crate::run::spool::{Spool, backoff};
+
+/// How often the thread looks for a new net.
+const NET_POLL: Duration = Duration::from_secs(20);
+
+/// When the upload thread bundles and how long it flushes.
+pub struct SyncOptions {
+    /// Bundle once this many games are finished.
+    pub chunk_games: usize,
+    /// Bundle once the oldest finished game is this old.
+    pub chunk_age: Duration,
+    /// How long a stopping worker keeps trying to upload.
+    pub flush: Duration,
+}
+
+/// The upload thread: bundles finished games into chunks, uploads them (backing off while
+/// the store is unreachable) and fetches new nets, until `stopping` is set and the spool is
+/// empty or the flush time is up. Returns the chunks uploaded.
+pub fn sync_loop(
+    remote: &RemoteRun,
+    spool: &Spool,
+    stopping: &AtomicBool,
+    options: &SyncOptions,
+) -> Result<u64> {
+    let store = remote.store().as_ref();
+    let mut uploaded = 0u64;
+    let mut failures = 0u32;
+    let mut next_try = Instant::now();
+    let mut last_net_check = Instant::now();
+    let mut flush_until: Option<Instant> = None;
+    loop {
+        let stop = stopping.load(Ordering::Relaxed);
+        if stop && flush_until.is_none() {
+            flush_until = Some(Instant::now() + options.flush);
+        }
+        let (pending, oldest) = spool.pending()?;
+        let old = oldest
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= options.chunk_age);
+        if pending > 0 && (stop || old || pending >= options.chunk_games) {
+            spool.bundle()?;
+        }
+        if Instant::now() >= next_try {
+            let mut reachable = true;
+            for chunk in spool.outbox()? {
+                match spool.upload(store, &chunk) {
+                    Ok(_) => uploaded += 1,
+                    Err(e) => {
+                        if failures == 0 {
+                            eprintln!(
+                                "warning: uploading to {}: {e:#}; games stay in the spool until the store answers",
+                                store.location()
+                            );
+                        }
+                        failures += 1;
+                        next_try = Instant::now() + backoff(failures);
+                        reachable = false;
+                        break;
+                    }
+                }
+            }
+            if reachable {
+                if failures > 0 {
+                    eprintln!(
+                        "{} answers again: the spooled chunks are uploaded",
+                        store.location()
+                    );
+                }
+                failures = 0;
+                if last_net_check.elapsed() >= NET_POLL {
+                    last_net_check = Instant::now();
+                    // A failure here is the store going away again: the uploads notice.
+                    if let Ok(Some(g)) = remote.newest_net() {
+                        let _ = remote.pull_net(g);
+                    }
+                }
+            }
+        }
+        if stop {
+            let empty = spool.outbox()?.is_empty() && spool.pending()?.0 == 0;
+            if empty {
+                return Ok(uploaded);
+            }
+            if flush_until.is_some_and(|t| Instant::now() >= t) {
+                eprintln!(
+                    "warning: {} chunk(s) stay in the spool: this worker uploads them when it next starts",
+                    spool.outbox()?.len()
+                );
+                return Ok(uploaded);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}

@@ -1,0 +1,591 @@
+//! Runs on object storage, against a real S3 API server (`moto_server` on 127.0.0.1, set up
+//! by `scripts/setup.sh`): a trainer and two workers that share nothing but the store; one
+//! trainer per run, a successor elsewhere resuming from the store alone; a worker killed
+//! mid-run and one started while the store is down lose only unfinished games; bad
+//! locations are one-line errors.
+
+mod common;
+#[path = "../store/tests/s3_server/mod.rs"]
+mod s3_server;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use cfzero_selfplay::record::{read_records, write_records};
+use cfzero_store::{ChunkName, RunStore};
+use common::*;
+use s3_server::S3Server;
+
+/// `micro.toml`'s game length.
+const MAX_PLIES: u32 = 40;
+
+/// `cfzero` against `endpoint` with the test server's credentials and nothing of the
+/// machine's own (`HOME` is `home`: no `~/.aws`, no cache of another test).
+fn cfzero_s3(endpoint: &str, home: &Path, args: &[&str]) -> Command {
+    let mut cmd = cfzero(args);
+    cmd.env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("HOME", home)
+        .env_remove("CFZERO_CACHE")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("AWS_PROFILE");
+    cmd
+}
+
+/// `cfzero COMMAND --device cpu --config CONFIG --run RUN --cache CACHE EXTRA...` (`train` or
+/// `learn`) against `endpoint`.
+fn trainer(
+    endpoint: &str,
+    home: &Path,
+    command: &str,
+    config: &Path,
+    run: &str,
+    cache: &Path,
+    extra: &[&str],
+) -> Command {
+    let mut args = vec![
+        command,
+        "--device",
+        "cpu",
+        "--config",
+        config.to_str().unwrap(),
+        "--run",
+        run,
+        "--cache",
+        cache.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    cfzero_s3(endpoint, home, &args)
+}
+
+/// Runs `cmd` to its end and asserts that it succeeded; its stderr.
+fn succeed(mut cmd: Command) -> String {
+    let out = cmd.output().expect("cfzero runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\nstdout:\n{}\nstderr:\n{err}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+    err
+}
+
+/// Waits until `done` holds, checking that `child` still runs.
+fn wait_for(what: &str, child: &mut Child, seconds: u64, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !done() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("{what}: the process ended first ({status})");
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {seconds} s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Starts `cmd` with its stderr in the file `log`.
+fn spawn_logging(mut cmd: Command, log: &Path) -> Killed {
+    Killed(
+        cmd.stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Waits until `child`'s stderr in `log` says `needle`.
+fn wait_for_log(what: &str, child: &mut Child, log: &Path, needle: &str) {
+    wait_for(what, child, 120, || {
+        std::fs::read_to_string(log).is_ok_and(|l| l.contains(needle))
+    });
+}
+
+/// Waits for `child` to end; its exit status.
+fn wait_exit(what: &str, child: &mut Child, seconds: u64) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {seconds} s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The chunks on `store`: their names and games.
+fn chunks(store: &dyn RunStore) -> Vec<(ChunkName, Vec<cfzero_selfplay::GameRecord>)> {
+    store
+        .list_after("chunks", None)
+        .unwrap()
+        .into_iter()
+        .map(|key| {
+            let name = ChunkName::parse(&key).unwrap_or_else(|| panic!("chunk key {key}"));
+            let bytes = store.get(&key).unwrap().unwrap();
+            let path = std::env::temp_dir().join("chunk.cfzg");
+            let games = cfzero_selfplay::record::decode_records(&bytes, &path)
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+            assert_eq!(games.len() as u32, name.games, "{key}: games in the name");
+            let positions: u64 = games.iter().map(|g| g.positions.len() as u64).sum();
+            assert_eq!(positions, name.positions, "{key}: positions in the name");
+            (name, games)
+        })
+        .collect()
+}
+
+/// A TCP proxy in front of the S3 server that can be switched off: while down it closes
+/// every connection at once, as a store that is unreachable.
+struct Proxy {
+    port: u16,
+    up: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(target: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let up = Arc::new(AtomicBool::new(true));
+        let flag = up.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if !flag.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 16384];
+                        while let Ok(n) = from.read(&mut buf) {
+                            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                };
+                pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+                pipe(server, client);
+            }
+        });
+        Proxy { port, up }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn set_up(&self, up: bool) {
+        self.up.store(up, Ordering::SeqCst);
+    }
+}
+
+/// The port of an endpoint URL.
+fn port_of(endpoint: &str) -> u16 {
+    endpoint.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_trainer_and_two_workers_share_a_run_on_s3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = S3Server::start();
+    let store = server.store("split", "runs/a");
+    let endpoint = server.endpoint();
+    let config = micro_with(
+        &tmp.path().join("micro16.toml"),
+        &[
+            ("games_per_generation = 4", "games_per_generation = 16"),
+            ("resign_playthrough = 0.5", "resign_playthrough = 1.0"),
+        ],
+    );
+    let run = "s3://split/runs/a";
+    let trainer_cache = tmp.path().join("trainer");
+    let mut learn = Killed(
+        trainer(
+            &endpoint,
+            tmp.path(),
+            "learn",
+            &config,
+            run,
+            &trainer_cache,
+            &["--generations", "2"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    wait_for("the run's first net", &mut learn.0, 60, || {
+        store.get("nets/gen-0000.safetensors").unwrap().is_some()
+    });
+    let _workers: Vec<Killed> = ["w1", "w2"]
+        .iter()
+        .map(|w| {
+            let cache = tmp.path().join(w);
+            Killed(
+                cfzero_s3(
+                    &endpoint,
+                    tmp.path(),
+                    &[
+                        "selfplay",
+                        "--device",
+                        "cpu",
+                        "--run",
+                        run,
+                        "--worker",
+                        w,
+                        "--cache",
+                        cache.to_str().unwrap(),
+                        "--chunk-games",
+                        "4",
+                        "--chunk-seconds",
+                        "5",
+                    ],
+                )
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+            )
+        })
+        .collect();
+    let status = wait_exit("learn finishing 2 generations", &mut learn.0, 300);
+    assert!(status.success(), "learn failed: {status}");
+    drop(_workers);
+
+    // Everything is on the store: nets, trainer state, log, cursor, games and their PGN.
+    let net_config = network_config(&config);
+    let check_dir = tmp.path().join("check");
+    for g in 0..=2 {
+        let key = format!("nets/gen-{g:04}.safetensors");
+        let path = check_dir.join(&key);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, store.get(&key).unwrap().expect(&key)).unwrap();
+        check_net(&path, &net_config);
+    }
+    for key in [
+        "config.toml",
+        "state/trainer-gen-0002.safetensors",
+        "state/trainer-gen-0002.optim",
+        "state/chunk-cursor.json",
+    ] {
+        assert!(store.get(key).unwrap().is_some(), "{key} on the store");
+    }
+    let log = String::from_utf8(store.get("log.tsv").unwrap().unwrap()).unwrap();
+    assert_eq!(log.lines().count(), 2, "{log}");
+    let tb = store.list_after("tb", None).unwrap();
+    assert!(!tb.is_empty(), "TensorBoard files on the store");
+
+    let all = chunks(&store);
+    let pgn_keys = store.list_after("pgn", None).unwrap();
+    assert_eq!(pgn_keys.len(), all.len(), "a PGN per chunk: {pgn_keys:?}");
+    let mut games_of = [0usize; 2];
+    for (name, games) in &all {
+        let i = ["w1", "w2"]
+            .iter()
+            .position(|w| *w == name.worker)
+            .unwrap_or_else(|| panic!("chunk of {}", name.worker));
+        games_of[i] += games.len();
+        // Each game replays; the chunk's PGN holds exactly its games.
+        let dir = check_dir.join(format!("{}-{}", name.worker, name.bundle));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (j, g) in games.iter().enumerate() {
+            write_records(&dir.join(format!("g{j:03}.cfzg")), std::slice::from_ref(g)).unwrap();
+        }
+        let checked = check_records(&dir, name.generation - 1, MAX_PLIES);
+        let pgn_key = pgn_keys
+            .iter()
+            .find(|k| {
+                k.starts_with(&format!("pgn/gen-{:04}/", name.generation))
+                    && k.ends_with(&format!("-{}-{}.pgn", name.worker, name.bundle))
+            })
+            .unwrap_or_else(|| panic!("no PGN for {}", name.key()));
+        let pgn = dir.join("games.pgn");
+        std::fs::write(&pgn, store.get(pgn_key).unwrap().unwrap()).unwrap();
+        check_pgn(&pgn, &checked);
+    }
+    assert!(
+        games_of.iter().all(|&n| n > 0),
+        "both workers played: {games_of:?}"
+    );
+}
+
+#[test]
+fn a_second_trainer_is_refused_and_a_successor_elsewhere_resumes_from_the_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = S3Server::start();
+    let store = server.store("lease", "runs/b");
+    let endpoint = server.endpoint();
+    let config = micro_config();
+    let run = "s3://lease/runs/b";
+    let cache = |name: &str| tmp.path().join(name);
+    let command = |command: &str, cache: &str, extra: &[&str]| {
+        trainer(
+            &endpoint,
+            tmp.path(),
+            command,
+            &config,
+            run,
+            &tmp.path().join(cache),
+            extra,
+        )
+    };
+    succeed(command(
+        "train",
+        "first",
+        &["--generations", "1", "--resume"],
+    ));
+
+    // A trainer with a 3-second lease waits for games.
+    let err_log = tmp.path().join("holder.err");
+    let mut holder = spawn_logging(
+        command("learn", "holder", &["--resume", "--lease-seconds", "3"]),
+        &err_log,
+    );
+    wait_for_log("the holder", &mut holder.0, &err_log, "waiting for games");
+    // Renewed while it lives: after twice its time to live it still holds the run.
+    std::thread::sleep(Duration::from_secs(6));
+    let pid = format!("pid {}", holder.0.id());
+    for name in ["learn", "train"] {
+        let out = command(name, "second", &["--resume"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.contains("already has a trainer") && err.contains(&pid),
+            "{name}: {err}"
+        );
+    }
+
+    // Killed, it cannot give the lease up: a successor on another machine (a new cache)
+    // takes over once it expires, from the store alone.
+    holder.0.kill().unwrap();
+    holder.0.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    let err = succeed(command(
+        "train",
+        "successor",
+        &["--generations", "2", "--resume"],
+    ));
+    assert!(err.contains("stopped at generation 2"), "{err}");
+    assert!(err.contains("chunk(s) of games downloaded"), "{err}");
+    assert!(store.get("nets/gen-0002.safetensors").unwrap().is_some());
+    let log = String::from_utf8(store.get("log.tsv").unwrap().unwrap()).unwrap();
+    assert_eq!(log.lines().count(), 2, "{log}");
+    // The step counter went on: generation 2's net was published after more steps.
+    let successor = cache("successor");
+    let step = |g: u32| {
+        cfzero_network::checkpoint::read_net_metadata(
+            &successor.join(format!("nets/gen-{g:04}.safetensors")),
+            cfzero_trainer::learner::STEP_KEY,
+        )
+        .unwrap()
+        .and_then(|s| s.parse::<u64>().ok())
+        .expect("a net records its step")
+    };
+    assert!(step(2) > step(1), "steps {} then {}", step(1), step(2));
+}
+
+#[test]
+fn workers_lose_only_unfinished_games_when_killed_or_cut_off() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = S3Server::start();
+    let store = server.store("faults", "runs/c");
+    let proxy = Proxy::start(port_of(&server.endpoint()));
+    let config = micro_config();
+    let run = "s3://faults/runs/c";
+    // A run with its first net, and no trainer.
+    succeed(trainer(
+        &server.endpoint(),
+        tmp.path(),
+        "learn",
+        &config,
+        run,
+        &tmp.path().join("trainer"),
+        &["--generations", "0"],
+    ));
+    let cache = tmp.path().join("worker");
+    let worker = |games: Option<&str>| {
+        let mut args = vec![
+            "selfplay",
+            "--device",
+            "cpu",
+            "--run",
+            run,
+            "--worker",
+            "w1",
+            "--cache",
+            cache.to_str().unwrap(),
+            "--chunk-games",
+            "1",
+        ];
+        if let Some(g) = games {
+            args.extend(["--games", g]);
+        }
+        let mut cmd = cfzero_s3(&proxy.endpoint(), tmp.path(), &args);
+        cmd.env("CFZERO_STORE_RETRY_SECONDS", "1");
+        cmd
+    };
+    // Games on the store, a chunk uploaded twice (killed between the upload and clearing
+    // its spool) counted once, as the trainer reads it.
+    let stored = || {
+        let mut seen = std::collections::BTreeSet::new();
+        chunks(&store)
+            .iter()
+            .filter(|(n, _)| seen.insert((n.worker.clone(), n.bundle)))
+            .map(|(_, g)| g.len())
+            .sum::<usize>()
+    };
+    // Games in the spool: played, bundled (a bundle whose chunk was written counts once).
+    let spooled = || {
+        let spool = cache.join("spool/w1");
+        let outbox: Vec<String> = files_under(&spool.join("outbox"))
+            .iter()
+            .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+            .collect();
+        files_under(&spool)
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "cfzg"))
+            .filter(|p| {
+                // A bundling directory `<bundle>-g<gen>` whose chunk is in the outbox.
+                let dir = p
+                    .parent()
+                    .and_then(|d| d.file_name())
+                    .and_then(|n| n.to_str());
+                let in_bundling = p
+                    .parent()
+                    .and_then(|d| d.parent())
+                    .is_some_and(|d| d.ends_with("bundling"));
+                !(in_bundling
+                    && dir.is_some_and(|d| {
+                        let bundle = d.split('-').next().unwrap_or("");
+                        outbox
+                            .iter()
+                            .any(|o| o.starts_with(&format!("{bundle}-")) && o.ends_with(".cfzg"))
+                    }))
+            })
+            .map(|p| read_records(p).map_or(0, |g| g.len()))
+            .sum::<usize>()
+    };
+
+    // Killed once it has uploaded something: what it finished is on the store or in its spool.
+    let mut first = Killed(
+        worker(None)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("a first chunk", &mut first.0, 120, || stored() >= 2);
+    first.0.kill().unwrap();
+    first.0.wait().unwrap();
+    let finished = stored() + spooled();
+    // Restarted on the same machine, it uploads the rest first, and reads nothing twice.
+    succeed(worker(Some("1")));
+    assert_eq!(
+        stored(),
+        finished + 1,
+        "every finished game is on the store"
+    );
+    assert_eq!(spooled(), 0, "the spool is empty");
+
+    // Started while the store is down: it plays from its cache and uploads when it returns.
+    proxy.set_up(false);
+    let err_log = tmp.path().join("offline.err");
+    let mut offline = spawn_logging(worker(Some("2")), &err_log);
+    wait_for_log(
+        "the offline worker",
+        &mut offline.0,
+        &err_log,
+        "stay in the spool",
+    );
+    assert_eq!(stored(), finished + 1, "nothing reached the store");
+    proxy.set_up(true);
+    let status = wait_exit(
+        "the worker uploading once the store is back",
+        &mut offline.0,
+        120,
+    );
+    let err = std::fs::read_to_string(&err_log).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("unreachable"), "{err}");
+    assert_eq!(stored(), finished + 3, "{err}");
+    assert_eq!(spooled(), 0, "the spool is empty");
+}
+
+#[test]
+fn bad_run_locations_are_one_line_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = S3Server::start();
+    server.create_bucket("empty");
+    let config = micro_config();
+    let config = config.to_str().unwrap();
+    let check = |args: &[&str], credentials: bool, needle: &str| {
+        let mut cmd = cfzero_s3(&server.endpoint(), tmp.path(), args);
+        if !credentials {
+            cmd.env_remove("AWS_ACCESS_KEY_ID")
+                .env_remove("AWS_SECRET_ACCESS_KEY")
+                .env("AWS_EC2_METADATA_DISABLED", "true");
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: {err:?} should say {needle:?}"
+        );
+    };
+    let ok = true;
+    check(
+        &["learn", "--config", config, "--run", "ftp://host/x"],
+        ok,
+        "unknown URL scheme",
+    );
+    check(
+        &[
+            "learn",
+            "--config",
+            config,
+            "--run",
+            "s3://no-such-bucket/x",
+        ],
+        ok,
+        "no-such-bucket",
+    );
+    check(
+        &["selfplay", "--run", "s3://empty/none"],
+        ok,
+        "holds no run",
+    );
+    check(
+        &["selfplay", "--run", "s3://empty/none", "--worker", "a-b"],
+        ok,
+        "worker name",
+    );
+    check(&["ladder", "--run", "s3://empty/none"], ok, "holds no run");
+    check(
+        &[
+            "match",
+            "--a-net",
+            "s3://empty/none/nets/gen-0001.safetensors",
+            "--b-random",
+        ],
+        ok,
+        "no such object",
+    );
+    check(
+        &["learn", "--config", config, "--run", "s3://empty/x"],
+        false,
+        "no AWS credentials",
+    );
+}
