@@ -357,13 +357,8 @@ fn a_second_trainer_is_refused_and_a_successor_elsewhere_resumes_from_the_store(
     let pid = format!("pid {}", holder.0.id());
     for name in ["learn", "train"] {
         let out = command(name, "second", &["--resume"]).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
-        assert!(
-            err.contains("already has a trainer") && err.contains(&pid),
-            "{name}: {err}"
-        );
+        let err = assert_user_error_output(name, &out, "already has a trainer");
+        assert!(err.contains(&pid), "{name}: {err}");
     }
 
     // Killed, it cannot give the lease up: a successor on another machine (a new cache)
@@ -536,14 +531,7 @@ fn bad_run_locations_are_one_line_errors() {
                 .env_remove("AWS_SECRET_ACCESS_KEY")
                 .env("AWS_EC2_METADATA_DISABLED", "true");
         }
-        let out = cmd.output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-        assert!(
-            err.contains(needle),
-            "{args:?}: {err:?} should say {needle:?}"
-        );
+        assert_user_error_output(&format!("{args:?}"), &cmd.output().unwrap(), needle);
     };
     let ok = true;
     check(

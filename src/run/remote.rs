@@ -272,7 +272,7 @@ impl RemoteRun {
     fn chunk_path(&self, c: &ChunkName) -> PathBuf {
         self.dir
             .games(c.generation)
-            .join(format!("{}-{}-{}.cfzg", c.uploaded_ms, c.worker, c.bundle))
+            .join(format!("{}.cfzg", c.stem()))
     }
 
     /// Downloads the chunks that arrived since the last call into the cache; chunks of
@@ -348,8 +348,7 @@ impl RemoteRun {
             positions: games.iter().map(|g| g.positions.len() as u64).sum(),
         };
         if let Ok(text) = std::fs::read(pgn) {
-            let key = format!("pgn/gen-{g:04}/{now}-{worker}-{now}.pgn");
-            self.store.put(&key, &text)?;
+            self.store.put(&name.pgn_key(), &text)?;
         }
         self.store.put(
             &name.key(),

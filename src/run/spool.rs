@@ -240,11 +240,7 @@ impl Spool {
         let key = name.key();
         let pgn_path = chunk.path.with_extension("pgn");
         if let Ok(pgn) = std::fs::read(&pgn_path) {
-            let pgn_key = format!(
-                "pgn/gen-{:04}/{}-{}-{}.pgn",
-                chunk.generation, name.uploaded_ms, self.worker, chunk.bundle
-            );
-            store.put(&pgn_key, &pgn)?;
+            store.put(&name.pgn_key(), &pgn)?;
         }
         store.put(&key, &bytes)?;
         let _ = std::fs::remove_file(&pgn_path);

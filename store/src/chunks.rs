@@ -59,6 +59,16 @@ impl ChunkName {
         )
     }
 
+    /// `<ms>-<worker>-<bundle>`: what names the chunk's games in a trainer's cache and its PGN.
+    pub fn stem(&self) -> String {
+        format!("{}-{}-{}", self.uploaded_ms, self.worker, self.bundle)
+    }
+
+    /// The key of the chunk's PGN: `pgn/gen-NNNN/<stem>.pgn`.
+    pub fn pgn_key(&self) -> String {
+        format!("pgn/gen-{:04}/{}.pgn", self.generation, self.stem())
+    }
+
     /// Reads a key written by [`ChunkName::key`]; `None` for anything else.
     pub fn parse(key: &str) -> Option<ChunkName> {
         let stem = key.strip_prefix(CHUNKS)?.strip_prefix('/')?;
@@ -196,6 +206,10 @@ mod tests {
             "chunks/1700000000000-g0003-host_1.42-1699999999995-n32-p4711.cfzg"
         );
         assert_eq!(ChunkName::parse(&a.key()), Some(a.clone()));
+        assert_eq!(
+            a.pgn_key(),
+            "pgn/gen-0003/1700000000000-host_1.42-1699999999995.pgn"
+        );
         let b = name(1_700_000_000_001, "a");
         assert!(a.key() < b.key());
         for bad in [

@@ -66,13 +66,20 @@ pub fn save_micro_net(dir: &Path) -> PathBuf {
 /// `cfzero` with `args` fails as bad input: exit code 2, one line of stderr containing `needle`.
 pub fn assert_user_error_line(args: &[&str], needle: &str) {
     let out = cfzero(args).output().expect("cfzero runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert_user_error_output(&format!("{args:?}"), &out, needle);
+}
+
+/// `out` of a command (`what`, for messages) is bad input: exit code 2, one line of stderr
+/// containing `needle`. Returns that line.
+pub fn assert_user_error_output(what: &str, out: &Output, needle: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
     assert!(
         err.contains(needle),
-        "{args:?}: {err:?} should say {needle:?}"
+        "{what}: {err:?} should say {needle:?}"
     );
+    err
 }
 
 /// `cfzero` with `args`, run from the workspace root.
