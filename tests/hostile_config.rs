@@ -117,6 +117,7 @@ fn search_and_training_constants_must_be_finite() {
     bad_value("search", "gumbel_m", "0", "at least 1");
     bad_value("train", "grad_clip", "0.0", "above 0");
     bad_value("train", "q_ratio", "-0.5", "[0, 1]");
+    bad_value("train", "capped_q_ratio", "1.5", "[0, 1]");
     bad_value("train", "loader_threads", "0", "at least 1");
     bad_value("selfplay", "resign_threshold", "-2.0", "[-1, 1]");
     bad_value("selfplay", "actors", "0", "at least 1");

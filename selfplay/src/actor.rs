@@ -350,12 +350,14 @@ fn finish(
 ) -> FinishedGame {
     values.clear();
     values.extend(slot.positions.iter().map(|p| p.best_q));
-    short_term_targets(
-        values,
-        result.value_for(final_state.turn()),
-        SHORT_TERM_THETA,
-        st,
-    );
+    // The draw of the game-length cap is no result (the net cannot see the ply count): the
+    // tail of a capped game's targets is the search's value of its last position, seen from
+    // the side to move after it.
+    let final_value = match (termination, values.last()) {
+        (Termination::MaxPlies, Some(&last)) => -last,
+        _ => result.value_for(final_state.turn()),
+    };
+    short_term_targets(values, final_value, SHORT_TERM_THETA, st);
     for (p, &v) in slot.positions.iter_mut().zip(st.iter()) {
         p.st = v;
     }
@@ -408,5 +410,57 @@ mod tests {
             .filter(|_| sample_move(&policy, &zeros, 1.0, &mut rng) == 0)
             .count();
         assert!(firsts > 400, "{firsts}");
+    }
+
+    /// A game of two plies whose best-play values are `best_q`, ended as `termination`.
+    fn finished(best_q: [f32; 2], result: GameResult, termination: Termination) -> GameRecord {
+        let mut state = ChessState::new();
+        let mut moves = Vec::new();
+        let mut slot = Slot {
+            start_fen: None,
+            positions: Vec::new(),
+            playthrough: false,
+            would_resign: None,
+            resign: ResignTracker::new(1),
+        };
+        for q in best_q {
+            cfzero_mcts::Game::legal_moves(&state, &mut moves);
+            slot.positions.push(PositionRecord {
+                best_q: q,
+                ..PositionRecord::default()
+            });
+            state.play_move(moves[0]);
+        }
+        let game = finish(
+            slot,
+            &state,
+            result,
+            termination,
+            0,
+            &mut Vec::new(),
+            &mut Vec::new(),
+        );
+        game.record
+    }
+
+    #[test]
+    fn the_short_term_target_of_a_capped_game_ends_in_the_search_value_not_a_draw() {
+        let theta = SHORT_TERM_THETA;
+        // Cut off by the length cap: after the last move the side to move (White) is worth
+        // minus Black's best-play value of 0.6.
+        let capped = finished([0.2, 0.6], GameResult::Draw, Termination::MaxPlies);
+        let st1 = (1.0 - theta) * 0.6 - theta * -0.6;
+        let st0 = (1.0 - theta) * 0.2 - theta * st1;
+        assert!((capped.positions[1].st - st1).abs() < 1e-6);
+        assert!((capped.positions[0].st - st0).abs() < 1e-6);
+        // A draw by the rules ends in 0.
+        let drawn = finished(
+            [0.2, 0.6],
+            GameResult::Draw,
+            Termination::ThreefoldRepetition,
+        );
+        let st1 = (1.0 - theta) * 0.6;
+        assert!((drawn.positions[1].st - st1).abs() < 1e-6);
+        assert!((drawn.positions[0].st - ((1.0 - theta) * 0.2 - theta * st1)).abs() < 1e-6);
     }
 }

@@ -40,6 +40,7 @@ pub fn run(args: &DataBenchArgs) -> Result<()> {
     let targets = TargetOptions {
         q_target: QTarget::Best,
         q_ratio: 0.25,
+        capped_q_ratio: 0.25,
         history_fill: Default::default(),
     };
     let batch_size = args.batch.max(1);

@@ -129,6 +129,7 @@ pub fn targets(config: &Config, learner: &Learner) -> TargetOptions {
     TargetOptions {
         q_target: config.train.q_target,
         q_ratio: config.train.q_ratio,
+        capped_q_ratio: config.train.capped_q_ratio.unwrap_or(config.train.q_ratio),
         history_fill: learner.net().config.history_fill,
     }
 }

@@ -43,6 +43,13 @@ pub struct TrainConfig {
     /// every position of a game its own label, where the result gives them all one.
     #[serde(default)]
     pub q_ratio: f32,
+    /// `q_ratio` for the positions of games adjudicated a draw at the game-length cap
+    /// (`selfplay.max_plies`); absent, `q_ratio`. That draw is no result of the game: the net
+    /// cannot see the ply count, and a side a queen up that has not mated by the cap is
+    /// labelled as drawn as a dead-equal position. 1 trains such positions on the search's
+    /// value alone.
+    #[serde(default)]
+    pub capped_q_ratio: Option<f32>,
 }
 
 /// Which recorded search value trains the q head.
@@ -99,6 +106,10 @@ impl TrainConfig {
         ] {
             InvalidSetting::in_range(key, w, 0.0, false, inf).map_err(|e| e.within("loss"))?;
         }
-        InvalidSetting::in_range("q_ratio", self.q_ratio.into(), 0.0, false, 1.0)
+        InvalidSetting::in_range("q_ratio", self.q_ratio.into(), 0.0, false, 1.0)?;
+        if let Some(r) = self.capped_q_ratio {
+            InvalidSetting::in_range("capped_q_ratio", r.into(), 0.0, false, 1.0)?;
+        }
+        Ok(())
     }
 }

@@ -3,9 +3,9 @@
 use cfzero_chess::HistoryFill;
 use cfzero_mcts::Game;
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
-use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::record::dequantize_probability;
 use cfzero_selfplay::replay::{ReplayError, replay_prefix};
+use cfzero_selfplay::{GameRecord, Termination};
 
 use crate::config::QTarget;
 
@@ -17,12 +17,24 @@ pub struct TargetOptions {
     /// Share of the WDL target taken from that search value (with the root's draw
     /// probability) instead of the game's result.
     pub q_ratio: f32,
+    /// `q_ratio` for the positions of games adjudicated at the game-length cap
+    /// ([`Termination::MaxPlies`]), whose draw is no result of the game.
+    pub capped_q_ratio: f32,
     /// How the input history before a game's FEN start is filled: the net's convention
     /// (`NetworkConfig::history_fill`).
     pub history_fill: HistoryFill,
 }
 
 impl TargetOptions {
+    /// The share of the WDL target that the search's value gives in positions of `game`.
+    pub fn q_ratio_of(&self, game: &GameRecord) -> f32 {
+        if game.termination == Termination::MaxPlies {
+            self.capped_q_ratio
+        } else {
+            self.q_ratio
+        }
+    }
+
     /// The q target of `record`.
     pub fn q(&self, record: &cfzero_selfplay::PositionRecord) -> f32 {
         match self.q_target {
@@ -142,7 +154,7 @@ pub fn fill_position(
     let z = game.result.value_for(turn);
     let q = targets.q(record);
     let result = wdl_of(z, if z == 0.0 { 1.0 } else { 0.0 });
-    let wdl = mixed_wdl(result, wdl_of(q, record.root_d), targets.q_ratio);
+    let wdl = mixed_wdl(result, wdl_of(q, record.root_d), targets.q_ratio_of(game));
     batch.wdl[slot * 3..slot * 3 + 3].copy_from_slice(&wdl);
     batch.q[slot] = q;
     batch.st[slot] = record.st;

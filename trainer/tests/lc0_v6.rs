@@ -170,6 +170,7 @@ fn cfzero_games_survive_a_round_trip_through_v6() {
     let targets = TargetOptions {
         q_target: QTarget::Best,
         q_ratio: 0.25,
+        capped_q_ratio: 0.25,
         ..TargetOptions::default()
     };
     let mut scratch = SampleScratch::default();

@@ -7,10 +7,10 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens, move_index};
-use cfzero_selfplay::GameResult;
 use cfzero_selfplay::record::{dequantize_probability, write_records};
 use cfzero_selfplay::replay::replay_prefix;
 use cfzero_selfplay::window::{ReplayWindow, WindowConfig};
+use cfzero_selfplay::{GameRecord, GameResult, Termination};
 use cfzero_trainer::sample::{SampleScratch, TargetOptions, fill_position};
 use cfzero_trainer::{HostBatch, Loader, QTarget};
 use support::random_game;
@@ -43,6 +43,7 @@ fn targets() -> TargetOptions {
     TargetOptions {
         q_target: QTarget::Best,
         q_ratio: 0.25,
+        capped_q_ratio: 0.25,
         ..TargetOptions::default()
     }
 }
@@ -153,6 +154,41 @@ fn fill_position_writes_the_replayed_position_into_its_slot_only() {
         assert!(policy.iter().all(|&x| x == 0.0), "slot {slot}");
         assert_eq!(batch.moves_left[slot], 0.0);
     }
+}
+
+#[test]
+fn a_game_adjudicated_at_the_length_cap_trains_its_value_on_the_search_alone() {
+    let capped = random_game(3, 20);
+    assert_eq!(capped.termination, Termination::MaxPlies);
+    // The same moves, ended by a rule: a real draw.
+    let mut repeated = capped.clone();
+    repeated.termination = Termination::ThreefoldRepetition;
+    let options = TargetOptions {
+        capped_q_ratio: 1.0,
+        ..targets()
+    };
+    let ply = 9;
+    let record = &capped.positions[ply];
+    let (q, d) = (record.best_q, record.root_d);
+    let searched = [(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0];
+    let wdl_target = |game: &GameRecord| {
+        let mut batch = HostBatch::default();
+        batch.reset(1);
+        let mut scratch = SampleScratch::default();
+        fill_position(game, ply, &mut batch, 0, &mut scratch, &options).unwrap();
+        [batch.wdl[0], batch.wdl[1], batch.wdl[2]]
+    };
+    let close = |a: [f32; 3], b: [f32; 3]| a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-6);
+    let got = wdl_target(&capped);
+    assert!(close(got, searched), "{got:?} vs the search's {searched:?}");
+    // A draw by the rules keeps the result's share: 3/4 draw, 1/4 the search's.
+    let got = wdl_target(&repeated);
+    let mixed = [
+        0.25 * searched[0],
+        0.75 + 0.25 * searched[1],
+        0.25 * searched[2],
+    ];
+    assert!(close(got, mixed), "{got:?} vs {mixed:?}");
 }
 
 #[test]

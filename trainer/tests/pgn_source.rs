@@ -22,6 +22,7 @@ fn targets() -> TargetOptions {
     TargetOptions {
         q_target: QTarget::Best,
         q_ratio: 0.0,
+        capped_q_ratio: 0.0,
         ..TargetOptions::default()
     }
 }

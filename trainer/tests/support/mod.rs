@@ -91,6 +91,7 @@ pub fn train_config(lr: f64, swa_every: u64) -> TrainConfig {
         loss: LossWeights::default(),
         q_target: QTarget::Best,
         q_ratio: 0.0,
+        capped_q_ratio: None,
     }
 }
 
