@@ -335,13 +335,13 @@ fn bench_learn_trains_for_the_budget_then_plays_both_baselines() {
     );
     // micro.toml: 4 steps a generation.
     assert_eq!(num(t, "train_steps"), 4.0 * generation as f64, "{t}");
-    assert_eq!(r["simulations"], 4, "micro.toml's eval_simulations");
+    assert_eq!(r["simulations"], 8, "micro.toml's [search] simulations");
     assert_eq!(r["games_per_opponent"], 4);
     check_learn_match(&r["vs_random"], "random", 4);
     check_learn_match(&r["vs_greedy"], "greedy", 4);
     assert_eq!(
         r["vs_random"]["a"],
-        format!("gen-{generation:04} (4 sims)"),
+        format!("gen-{generation:04} (8 sims)"),
         "the final net plays"
     );
 }

@@ -52,7 +52,8 @@ pub struct LearnBenchArgs {
     #[arg(long, default_value = "configs/openings/4mvs_+90_+99.epd")]
     pub openings: PathBuf,
     /// Simulations per move of the net in the matches (default: the config's
-    /// `run.eval_simulations`).
+    /// `[search] simulations`, what `cfzero match` and `cfzero uci` play with; the in-run
+    /// evaluation's `run.eval_simulations` is smaller, for speed).
     #[arg(long)]
     pub sims: Option<u32>,
     /// Match games reaching this many plies are adjudicated a draw.
@@ -122,7 +123,7 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         user_bail!("--games must be at least 1");
     }
     let config = Config::load(&args.config)?;
-    let sims = args.sims.unwrap_or(config.run.eval_simulations);
+    let sims = args.sims.unwrap_or(config.search.simulations);
     if sims == 0 {
         user_bail!("--sims must be at least 1");
     }
