@@ -245,12 +245,13 @@ pub fn check_records(games_dir: &Path, net_generation: u32, max_plies: u32) -> V
         }
         let best_q: Vec<f32> = record.positions.iter().map(|p| p.best_q).collect();
         let mut st = Vec::new();
-        short_term_targets(
-            &best_q,
-            record.result.value_for(final_state.turn()),
-            SHORT_TERM_THETA,
-            &mut st,
-        );
+        // A game cut off by the length cap ends in the search's value of its last position
+        // (the other side's, so negated), any other in its result.
+        let final_value = match (record.termination, best_q.last()) {
+            (Termination::MaxPlies, Some(&q)) => -q,
+            _ => record.result.value_for(final_state.turn()),
+        };
+        short_term_targets(&best_q, final_value, SHORT_TERM_THETA, &mut st);
         for (ply, (p, want)) in record.positions.iter().zip(&st).enumerate() {
             assert!(
                 (p.st - want).abs() < 1e-3,
