@@ -97,13 +97,25 @@ fn with_a_fixed_form_a_position_evaluates_the_same_in_any_batch() {
             )
         };
         let alone = heads(1);
-        for b in [2, 3, BUCKET_FORM_MAX_BATCH, 9, 33] {
+        for b in [2, 3, BUCKET_FORM_MAX_BATCH, 9] {
             let batched = heads(b);
             assert!(
                 batched.narrow(0, 0, 1).equal(&alone),
                 "{form:?}: position 0 alone and in a batch of {b} differ"
             );
         }
+        // At 33 positions (2,112 rows in the dense layers) bit equality is the CPU's BLAS's
+        // property, not cfzero's: on an Intel Xeon with avx512_fp16 MKL rounds those products
+        // differently from 64 rows (2.4e-6 measured, in both forms), on the AMD EPYCs not at
+        // all. What cfzero controls is bounded here.
+        let diff = (heads(33).narrow(0, 0, 1) - &alone)
+            .abs()
+            .max()
+            .double_value(&[]);
+        assert!(
+            diff < 1e-5,
+            "{form:?}: position 0 alone and in a batch of 33 differ by {diff}"
+        );
     }
 }
 
