@@ -7,7 +7,7 @@
 //! each *pair* (the pentanomial model of Fishtest) when pairs are available.
 
 /// The z value of a two-sided 95% normal interval.
-const Z95: f64 = 1.959_963_984_540_054;
+pub(crate) const Z95: f64 = 1.959_963_984_540_054;
 
 /// The smallest per-unit variance the interval and the SPRT assume: a standard deviation of
 /// 0.1, well under the 0.25 of pairs that differ by one draw, so that a run of identical
@@ -79,10 +79,10 @@ impl ScoreSample {
     /// which keeps it honest there (100 of 100 gives a low end of 100 / (100 + 1.96²) = 96.3%).
     /// Pairs and draws make units less spread than wins and losses of the same mean, so the
     /// binomial variance m(1 − m) is scaled by the observed share k = var / (m(1 − m)) ≤ 1:
-    /// Wilson's formula with n / k effective units. The variance is floored at 0.01 as in the
-    /// SPRT (so all-drawn pairs still leave an interval), and k is 1 where m is 0 or 1 (then
-    /// this is exactly Wilson's binomial interval). Between 20% and 80% the result is within
-    /// half a point of the normal interval, shifted toward 50%.
+    /// Wilson's formula with n / k effective units. The variance is floored at `VARIANCE_FLOOR`
+    /// as in the SPRT (so all-drawn pairs still leave an interval), and k is 1 where m is 0 or 1
+    /// (then this is exactly Wilson's binomial interval). Between 20% and 80% the result is
+    /// within half a point of the normal interval, shifted toward 50%.
     pub fn score_interval(&self) -> (f64, f64) {
         if self.units.is_empty() {
             return (0.0, 1.0);

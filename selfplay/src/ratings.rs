@@ -6,6 +6,8 @@
 //! consecutive players also gets [`PRIOR_DRAWS`] virtual draws, as BayesElo's prior does;
 //! with tens of real games per pair it moves a rating by a few Elo at most.
 
+use crate::elo::Z95;
+
 /// Virtual draws between players `i` and `i + 1`.
 pub const PRIOR_DRAWS: f64 = 1.0;
 
@@ -79,7 +81,7 @@ pub fn fit_ratings(players: usize, results: &[PairResult]) -> Vec<Rating> {
             margin: if i == 0 {
                 0.0
             } else {
-                1.959_963_984_540_054 * variances[i - 1].max(0.0).sqrt() * ELO_UNIT
+                Z95 * variances[i - 1].max(0.0).sqrt() * ELO_UNIT
             },
         })
         .collect()
