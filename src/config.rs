@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use anyhow::Result;
 use cfzero_mcts::{InvalidSetting, SearchConfig};
+use cfzero_network::backend::BackendChoice;
 use cfzero_network::config::ConfigError;
 use cfzero_network::precision::{self, Bf16Support, Precision};
 use cfzero_network::{InferenceOptions, NetworkConfig};
@@ -95,6 +96,10 @@ pub struct RunConfig {
     /// Precision of the self-play and evaluation nets: `auto` (bf16 where the device computes
     /// it natively, else f32), `f32` or `bf16` (see `cfzero_network::precision`).
     pub inference_precision: Precision,
+    /// Backend of the self-play and evaluation nets: `auto` (the native pass for f32 on a
+    /// CPU, else libtorch), `tch`, `native` or `material` (see
+    /// `cfzero_network::backend::BackendChoice`).
+    pub backend: BackendChoice,
 }
 
 impl Default for RunConfig {
@@ -113,6 +118,7 @@ impl Default for RunConfig {
             inference_threads: 1,
             inference_servers: 1,
             inference_precision: Precision::Auto,
+            backend: BackendChoice::Auto,
         }
     }
 }
@@ -130,13 +136,31 @@ impl RunConfig {
     }
 
     /// The options of a self-play or evaluation inference server on `device`: the run's
-    /// `max_batch` and its precision, resolved for the device (see [`inference_kind`]).
+    /// `max_batch`, precision and backend ([`inference_options`]).
     pub fn inference_options(&self, device: Device) -> InferenceOptions {
-        InferenceOptions {
-            max_batch: self.max_batch,
-            kind: inference_kind(self.inference_precision, device),
-            ..InferenceOptions::default()
-        }
+        inference_options(
+            self.inference_precision,
+            self.backend,
+            device,
+            self.max_batch,
+        )
+    }
+}
+
+/// The options of an inference server on `device` in `precision` (resolved by
+/// [`inference_kind`]) with `backend`, for batches of up to `max_batch`: how every command
+/// that serves a net builds them.
+pub fn inference_options(
+    precision: Precision,
+    backend: BackendChoice,
+    device: Device,
+    max_batch: usize,
+) -> InferenceOptions {
+    InferenceOptions {
+        max_batch,
+        kind: inference_kind(precision, device),
+        backend,
+        ..InferenceOptions::default()
     }
 }
 

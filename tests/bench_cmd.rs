@@ -106,8 +106,21 @@ fn bench_nn_reports_each_batch_against_the_matmul_peak() {
     // Only f32 was asked for: no accuracy comparison.
     assert_eq!(r["accuracy"].as_array().map(Vec::len), Some(0));
     let rows = f32["inference"].as_array().expect("an inference array");
-    let batches: Vec<u64> = rows.iter().map(|x| x["batch"].as_u64().unwrap()).collect();
-    assert_eq!(batches, [1, 4]);
+    // Both backends at each batch (the default `--backends tch,native`).
+    let measured: Vec<(u64, &str)> = rows
+        .iter()
+        .map(|x| (x["batch"].as_u64().unwrap(), x["backend"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        measured,
+        [
+            (1, "libtorch"),
+            (1, "native"),
+            (4, "libtorch"),
+            (4, "native")
+        ]
+    );
+    assert_eq!(f32["skipped"].as_array().map(Vec::len), Some(0));
     for row in rows {
         assert!(num(row, "evaluations_per_second") > 0.0, "{row}");
         assert_close(
@@ -400,4 +413,47 @@ fn bad_bench_learn_input_is_a_one_line_error_with_exit_code_2() {
         assert!(out.stdout.is_empty(), "{args:?}");
         assert!(!fresh.exists(), "{args:?} created the run directory");
     }
+}
+
+#[test]
+fn bench_nn_notes_a_backend_that_cannot_run_the_precision() {
+    // bf16 taken as native here (CFZERO_CPU_BF16=1): libtorch measures it, the native pass
+    // (f32 only) is listed as not measured with the reason.
+    let out = cfzero(&[
+        "bench",
+        "nn",
+        "--config",
+        "configs/micro.toml",
+        "--device",
+        "cpu",
+        "--batches",
+        "1",
+        "--seconds",
+        "0.1",
+        "--matmul-size",
+        "256",
+        "--precision",
+        "bf16",
+        "--backends",
+        "native,tch",
+        "--json",
+    ])
+    .env("CFZERO_CPU_BF16", "1")
+    .output()
+    .expect("cfzero runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bf16 = &r["precisions"][0];
+    assert_eq!(bf16["kind"], "bf16", "{r}");
+    let rows = bf16["inference"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{r}");
+    assert_eq!(rows[0]["backend"], "libtorch");
+    let skipped = bf16["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{r}");
+    let why = skipped[0].as_str().unwrap();
+    assert!(why.starts_with("native:") && why.contains("f32"), "{why}");
 }

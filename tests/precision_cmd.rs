@@ -245,6 +245,8 @@ fn bench_nn_reports_both_precisions_and_the_accuracy_of_bf16() {
         "0.05",
         "--matmul-size",
         "64",
+        "--backends",
+        "tch",
         "--json",
     ];
     for (cpu_bf16, measured) in [("1", true), ("0", false)] {

@@ -6,6 +6,8 @@
 //! pass, which holds on the CPU with one libtorch thread for inference (`inference_threads =
 //! 1`, the default). With more threads, libtorch splits the sums of a linear layer over a
 //! batch of a few rows across threads, and such a batch rounds differently from a larger one.
+//! The native backend holds it by construction (a position's products never mix with
+//! another's sums), and with the same seed it plays the same moves as libtorch.
 
 mod common;
 
@@ -17,14 +19,17 @@ use common::*;
 
 /// `micro.toml` without the evaluation matches and with one training step: only the
 /// generation's self-play matters here. Micro has one actor (`actors = 1`).
-fn config(dir: &Path, name: &str, seed: u64) -> PathBuf {
+fn config(dir: &Path, name: &str, seed: u64, backend: &str) -> PathBuf {
     micro_with(
         &dir.join(name),
         &[
             ("actors = 1", "actors = 1"), // (asserts that micro has one actor)
             ("eval_every = 1", "eval_every = 0"),
             ("steps_per_generation = 4", "steps_per_generation = 1"),
-            ("seed = 7", &format!("seed = {seed}")),
+            (
+                "seed = 7",
+                &format!("seed = {seed}\nbackend = \"{backend}\""),
+            ),
         ],
     )
 }
@@ -44,22 +49,28 @@ fn games(run: &Path) -> Vec<(String, Vec<u8>, GameRecord)> {
         .collect()
 }
 
-#[test]
-fn one_actor_with_a_fixed_seed_plays_the_same_games() {
-    let tmp = tempfile::tempdir().unwrap();
-    let seed7 = config(tmp.path(), "seed7.toml", 7);
-    let seed8 = config(tmp.path(), "seed8.toml", 8);
-    // Three runs at once: they compete for the cores, so their threads' timing differs.
-    let runs = [("a", &seed7), ("b", &seed7), ("c", &seed8)].map(|(name, config)| {
-        let run = tmp.path().join(name);
-        (run, config.clone())
-    });
+/// Generation 1 of three runs (name, config) under `dir`, trained at once: they compete for
+/// the cores, so their threads' timing differs. Their games, in the order given.
+fn one_generation_at_once(
+    dir: &Path,
+    runs: [(&str, &PathBuf); 3],
+) -> [Vec<(String, Vec<u8>, GameRecord)>; 3] {
+    let runs = runs.map(|(name, config)| (dir.join(name), config.clone()));
     std::thread::scope(|s| {
         for (run, config) in &runs {
             s.spawn(move || train_run(config, run, 1, &[]));
         }
     });
-    let [a, b, c] = runs.map(|(run, _)| games(&run));
+    runs.map(|(run, _)| games(&run))
+}
+
+#[test]
+fn one_actor_with_a_fixed_seed_plays_the_same_games() {
+    let tmp = tempfile::tempdir().unwrap();
+    let seed7 = config(tmp.path(), "seed7.toml", 7, "tch");
+    let seed8 = config(tmp.path(), "seed8.toml", 8, "tch");
+    let [a, b, c] =
+        one_generation_at_once(tmp.path(), [("a", &seed7), ("b", &seed7), ("c", &seed8)]);
 
     for ((name_a, bytes_a, game_a), (name_b, bytes_b, game_b)) in a.iter().zip(&b) {
         assert_eq!(name_a, name_b);
@@ -80,5 +91,33 @@ fn one_actor_with_a_fixed_seed_plays_the_same_games() {
     assert!(
         a.iter().zip(&c).any(|(x, y)| x.2 != y.2),
         "seed 8 played the games of seed 7"
+    );
+}
+
+/// The played moves of each game.
+fn played(games: &[(String, Vec<u8>, GameRecord)]) -> Vec<Vec<u8>> {
+    games
+        .iter()
+        .map(|(_, _, g)| g.positions.iter().map(|p| p.played).collect())
+        .collect()
+}
+
+#[test]
+fn the_native_backend_plays_its_own_games_again_and_the_moves_of_libtorch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let native = config(tmp.path(), "native.toml", 7, "native");
+    let tch = config(tmp.path(), "tch.toml", 7, "tch");
+    let [n1, n2, t] =
+        one_generation_at_once(tmp.path(), [("n1", &native), ("n2", &native), ("t", &tch)]);
+    for ((name, bytes_1, game_1), (_, bytes_2, game_2)) in n1.iter().zip(&n2) {
+        assert_eq!(game_1, game_2, "{name} differs between two native runs");
+        assert!(bytes_1 == bytes_2, "{name}: the files differ");
+    }
+    // The same seed on both backends: the same moves (the search statistics may differ in
+    // the last bits, the choices do not).
+    assert_eq!(
+        played(&n1),
+        played(&t),
+        "native and libtorch played different moves"
     );
 }

@@ -1,12 +1,15 @@
-//! The backend seam: the libtorch Chessformer and the material counter behind the same
-//! inference server. Both answer batched requests exactly as lone ones, both report what
-//! they are, and reloading weights works where there are weights and is refused where not.
+//! The backend seam: the libtorch Chessformer, the native pass and the material counter
+//! behind the same inference server. Each answers batched requests exactly as lone ones and
+//! reports what it is; reloading weights works where there are weights and is refused where
+//! not.
 
 mod net_support;
 
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
-use cfzero_network::backend::{Backend, BackendError, MaterialBackend, TchBackend};
+use cfzero_network::backend::{
+    Backend, BackendChoice, BackendError, MaterialBackend, NativeBackend, TchBackend,
+};
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};
 use net_support::preset;
 use tch::{Device, Kind};
@@ -66,6 +69,13 @@ fn servers() -> Vec<(&'static str, InferenceHandle<ChessState>)> {
             InferenceServer::spawn_backend(TchBackend::new(micro_net(1), Kind::Float, 4), options),
         ),
         (
+            "native",
+            InferenceServer::spawn_backend(
+                NativeBackend::from_net(&micro_net(1), 4).unwrap(),
+                options,
+            ),
+        ),
+        (
             "material",
             InferenceServer::spawn_backend(MaterialBackend, options),
         ),
@@ -73,7 +83,7 @@ fn servers() -> Vec<(&'static str, InferenceHandle<ChessState>)> {
 }
 
 #[test]
-fn both_backends_answer_batches_as_they_answer_single_positions() {
+fn every_backend_answers_batches_as_it_answers_single_positions() {
     let states = states();
     for (name, handle) in servers() {
         assert_eq!(handle.capabilities().name, name);
@@ -117,13 +127,31 @@ fn the_material_backend_counts_for_the_side_to_move() {
 }
 
 #[test]
-fn the_libtorch_backend_reloads_weights_and_refuses_ones_that_do_not_fit() {
+fn the_net_backends_reload_weights_and_refuse_ones_that_do_not_fit() {
+    for backend in [BackendChoice::Tch, BackendChoice::Native] {
+        reloads_and_refuses(backend);
+    }
+}
+
+fn reloads_and_refuses(backend: BackendChoice) {
     let states = states();
+    let options = InferenceOptions {
+        backend,
+        ..InferenceOptions::default()
+    };
     let handle: InferenceHandle<ChessState> =
-        InferenceServer::spawn(micro_net(1), InferenceOptions::default());
+        InferenceServer::spawn(micro_net(1), options).unwrap();
+    assert_eq!(
+        handle.capabilities().name,
+        if backend == BackendChoice::Tch {
+            "libtorch"
+        } else {
+            "native"
+        }
+    );
     let other = micro_net(2);
     let reference: InferenceHandle<ChessState> =
-        InferenceServer::spawn(other.try_clone().unwrap(), InferenceOptions::default());
+        InferenceServer::spawn(other.try_clone().unwrap(), options).unwrap();
     let before = ask(&handle, &states);
     let wanted = ask(&reference, &states);
     assert_ne!(before[0].1, wanted[0].1, "two random nets differ");

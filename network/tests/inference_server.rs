@@ -79,7 +79,8 @@ fn concurrent_requests_each_get_their_own_answers() {
             queue_capacity: 4,
             ..InferenceOptions::default()
         },
-    );
+    )
+    .unwrap();
     let threads = 6;
     let per_thread = positions(threads * 30, 11);
     // The reference: every position evaluated alone, before any concurrency.
@@ -131,7 +132,8 @@ fn an_oversized_request_runs_alone_with_the_same_answers() {
             queue_capacity: 2,
             ..InferenceOptions::default()
         },
-    );
+    )
+    .unwrap();
     let states = positions(10, 5);
     let together = ask(&handle, &states);
     let alone: Vec<Answer> = states

@@ -7,7 +7,7 @@ mod net_support;
 use std::io::Read;
 use std::path::PathBuf;
 
-use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_chess::ChessState;
 use cfzero_network::Net;
 use cfzero_network::encoding::{TOKEN_FLOATS, encode_tokens, move_index};
 use cfzero_network::lc0::proto::{Layer, Net as NetFile};
@@ -17,8 +17,8 @@ use cfzero_network::lc0::{
 };
 use prost::Message;
 use serde_json::Value;
+use shakmaty::Position;
 use shakmaty::uci::UciMove;
-use shakmaty::{CastlingMode, Move, Position};
 use tch::{Device, Kind, Tensor};
 
 fn data(name: &str) -> PathBuf {
@@ -38,18 +38,6 @@ fn raw_file(name: &str) -> NetFile {
         .read_to_end(&mut bytes)
         .unwrap();
     NetFile::decode(bytes.as_slice()).unwrap()
-}
-
-fn case_state(case: &Value) -> ChessState {
-    let fill = match case["history_fill"].as_str().unwrap() {
-        "no" => HistoryFill::No,
-        _ => HistoryFill::FenOnly,
-    };
-    let mut s = ChessState::from_fen(case["fen"].as_str().unwrap(), fill).unwrap();
-    for m in case["moves"].as_array().unwrap() {
-        s.play_uci(m.as_str().unwrap()).unwrap();
-    }
-    s
 }
 
 /// Policy logits `[1858]`, WDL probabilities and moves left in plies of one position.
@@ -72,27 +60,6 @@ fn evaluate(net: &Net, state: &ChessState) -> Outputs {
     }
 }
 
-fn uci(mv: &Move) -> String {
-    mv.to_uci(CastlingMode::Standard).to_string()
-}
-
-/// Exact softmax (f64) of the logits of the legal moves, keyed by UCI.
-fn legal_policy(state: &ChessState, logits: &[f32]) -> Vec<(String, f64)> {
-    let turn = state.position().turn();
-    let moves = state.position().legal_moves();
-    let picked: Vec<f64> = moves
-        .iter()
-        .map(|m| f64::from(logits[move_index(m, turn)]))
-        .collect();
-    let max = picked.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let total: f64 = picked.iter().map(|l| (l - max).exp()).sum();
-    moves
-        .iter()
-        .zip(&picked)
-        .map(|(m, l)| (uci(m), (l - max).exp() / total))
-        .collect()
-}
-
 #[test]
 fn imported_reference_nets_reproduce_lc0_on_every_vector_case() {
     let vectors = vectors();
@@ -107,7 +74,7 @@ fn imported_reference_nets_reproduce_lc0_on_every_vector_case() {
             .collect();
         assert_eq!(cases.len(), 18, "{net_name}");
         for case in cases {
-            let state = case_state(case);
+            let state = net_support::lc0_case_state(case);
             let what = format!("{net_name} {} {}", case["fen"], case["moves"]);
             let out = evaluate(&net, &state);
             let turn = state.position().turn();
@@ -125,7 +92,7 @@ fn imported_reference_nets_reproduce_lc0_on_every_vector_case() {
                     "{what}: index of {uci}"
                 );
             }
-            for (uci, p) in legal_policy(&state, &out.logits) {
+            for (uci, p) in net_support::legal_policy(&state, &out.logits) {
                 let expected = case["policy"][&uci].as_f64().unwrap();
                 worst.0 = worst.0.max((p - expected).abs());
                 assert!(
@@ -157,19 +124,9 @@ fn imported_reference_nets_reproduce_lc0_on_every_vector_case() {
     );
 }
 
-/// The lc0-bt-tiny preset with every parameter perturbed (a fresh net has constant gates,
-/// norms and biases, which would hide a transposition), small enough that the outputs stay
-/// unsaturated like a trained net's.
+/// The lc0-bt-tiny preset with every parameter perturbed.
 fn random_bt_tiny(seed: i64) -> Net {
-    tch::manual_seed(seed);
-    let net = Net::new(&net_support::preset("lc0-bt-tiny"), Device::Cpu).unwrap();
-    tch::no_grad(|| {
-        for (_, mut v) in net.vs.variables() {
-            let noise = Tensor::randn(v.size(), (Kind::Float, Device::Cpu)) * 0.05;
-            let _ = v.g_add_(&noise);
-        }
-    });
-    net
+    net_support::perturbed("lc0-bt-tiny", seed, 0.05)
 }
 
 /// Positions of the vector cases (18 distinct ones).
@@ -180,7 +137,7 @@ fn vector_states() -> Vec<ChessState> {
         .unwrap()
         .iter()
         .filter(|c| c["net"].as_str() == Some("bt-plain"))
-        .map(case_state)
+        .map(net_support::lc0_case_state)
         .collect()
 }
 
@@ -188,9 +145,9 @@ fn max_output_difference(a: &Net, b: &Net) -> f32 {
     let mut worst = 0.0f32;
     for state in vector_states() {
         let (x, y) = (evaluate(a, &state), evaluate(b, &state));
-        for (p, q) in legal_policy(&state, &x.logits)
+        for (p, q) in net_support::legal_policy(&state, &x.logits)
             .iter()
-            .zip(legal_policy(&state, &y.logits))
+            .zip(net_support::legal_policy(&state, &y.logits))
         {
             worst = worst.max((p.1 - q.1).abs() as f32);
         }

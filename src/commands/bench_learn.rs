@@ -175,7 +175,12 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
     let net_path = RunDir::new(&run_dir).net(outcome.generation);
     config.run.use_inference_threads();
     let device = cfzero_network::parse_device(&args.device).map_err(user_error)?;
-    let handle = serve_net(&net_path, device, config.run.inference_precision)?;
+    let handle = serve_net(
+        &net_path,
+        device,
+        config.run.inference_precision,
+        config.run.backend,
+    )?;
     let label = format!("gen-{:04} ({sims} sims)", outcome.generation);
     let matches = Matches {
         handle: &handle,

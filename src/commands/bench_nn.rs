@@ -7,6 +7,9 @@ use std::time::Instant;
 use anyhow::Result;
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::Game;
+use cfzero_network::backend::{
+    Backend, BackendChoice, BackendOutputs, MaterialBackend, NativeBackend,
+};
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::flops::{flops_per_evaluation, flops_per_play_evaluation};
 use cfzero_network::inference::NetInput;
@@ -51,6 +54,10 @@ pub struct NnArgs {
     /// to f32 on this device is reported, not measured (`CFZERO_CPU_BF16=1` forces it).
     #[arg(long, value_delimiter = ',', default_value = "f32,bf16")]
     pub precision: Vec<Precision>,
+    /// Backends to measure side by side at each batch (tch, native, material, auto); one that
+    /// cannot run a precision here (native in bf16, or off the CPU) is skipped with a note.
+    #[arg(long, value_delimiter = ',', default_value = "tch,native")]
+    pub backends: Vec<BackendChoice>,
     /// libtorch threads (default: the config's `run.inference_threads`; 0 = one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -79,6 +86,8 @@ pub enum Heads {
 /// One inference measurement: forward passes of one batch size, results read back to the host.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct InferenceRate {
+    /// The backend that ran it (`libtorch`, `native`, `material`).
+    pub backend: &'static str,
     /// Positions per forward pass.
     pub batch: usize,
     /// Positions evaluated per second.
@@ -113,10 +122,43 @@ pub fn measure_inference(net: &Net, heads: Heads, batch: usize, seconds: f64) ->
     }
     let rate = evaluations as f64 / start.elapsed().as_secs_f64().max(1e-9);
     InferenceRate {
+        backend: "libtorch",
         batch,
         evaluations_per_second: rate,
         gflops_per_second: rate * flops / 1e9,
     }
+}
+
+/// Evaluations per second of `backend` (which computes the heads a search reads) at `batch`
+/// positions per forward pass, as [`measure_inference`] measures libtorch: random inputs,
+/// one warm-up pass, then about `seconds`, every output written to the host buffers.
+pub fn measure_backend(
+    backend: &mut dyn Backend,
+    config: &cfzero_network::NetworkConfig,
+    batch: usize,
+    seconds: f64,
+) -> Result<InferenceRate> {
+    let batch = batch.max(1);
+    let flops = evaluation_flops(config, Heads::Play) as f64;
+    let inputs = Vec::<f32>::try_from(Tensor::rand(
+        [(batch * INPUT_FLOATS) as i64],
+        (Kind::Float, Device::Cpu),
+    ))?;
+    let mut out = BackendOutputs::default();
+    backend.forward(&inputs, batch, &mut out)?;
+    let start = Instant::now();
+    let mut evaluations = 0usize;
+    while evaluations == 0 || start.elapsed().as_secs_f64() < seconds {
+        backend.forward(&inputs, batch, &mut out)?;
+        evaluations += batch;
+    }
+    let rate = evaluations as f64 / start.elapsed().as_secs_f64().max(1e-9);
+    Ok(InferenceRate {
+        backend: backend.capabilities().name,
+        batch,
+        evaluations_per_second: rate,
+        gflops_per_second: rate * flops / 1e9,
+    })
 }
 
 /// FLOPs of one evaluation computing `heads`.
@@ -181,6 +223,8 @@ struct PrecisionReport {
     kind: String,
     /// Which path runs and why.
     notice: String,
+    /// Backends asked for that cannot run this precision here, and why.
+    skipped: Vec<String>,
     /// False when the request falls back to another kind on this device (not measured).
     measured: bool,
     matmul_size: usize,
@@ -259,8 +303,12 @@ pub fn run(args: &NnArgs) -> Result<()> {
     }
     set_torch_threads(args.threads.unwrap_or(config.run.inference_threads));
     let support = Bf16Support::detect(device);
+    if args.backends.is_empty() {
+        user_bail!("--backends: name at least one backend");
+    }
+    let per_precision = (args.batches.len() * args.backends.len()) as u64 + 1;
     let pb = bar(
-        (args.batches.len() as u64 + 1) * args.precision.len() as u64,
+        per_precision * args.precision.len() as u64,
         "nn",
         "measurements",
     );
@@ -301,13 +349,14 @@ pub fn run(args: &NnArgs) -> Result<()> {
             requested,
             kind: kind_name(kind),
             notice: resolved.notice,
+            skipped: Vec::new(),
             measured,
             matmul_size: 0,
             matmul_peak_gflops_per_second: 0.0,
             inference: Vec::new(),
         };
         if !measured {
-            pb.inc(args.batches.len() as u64 + 1);
+            pb.inc(per_precision);
             precisions.push(report);
             continue;
         }
@@ -319,15 +368,46 @@ pub fn run(args: &NnArgs) -> Result<()> {
         (report.matmul_peak_gflops_per_second, report.matmul_size) = (peak, n);
         pb.inc(1);
         for &batch in &args.batches {
-            pb.set_message(format!("{} batch {batch}", kind_name(kind)));
-            // As a server whose largest batch is this one runs it (the Shaw form follows it).
-            net.prepare_serving(kind, batch);
-            let rate = measure_inference(&net, args.heads, batch, args.seconds);
-            report.inference.push(InferenceRow {
-                rate,
-                efficiency: rate.gflops_per_second / peak,
-            });
-            pb.inc(1);
+            for &choice in &args.backends {
+                pb.inc(1);
+                let backend = match choice.resolve(device, kind) {
+                    Ok(b) if args.heads == Heads::All && b != BackendChoice::Tch => {
+                        let why = format!("{b}: computes only the heads a search reads");
+                        if !report.skipped.contains(&why) {
+                            report.skipped.push(why);
+                        }
+                        continue;
+                    }
+                    Ok(b) => b,
+                    Err(e) => {
+                        let why = format!("{choice}: {e}");
+                        if !report.skipped.contains(&why) {
+                            report.skipped.push(why);
+                        }
+                        continue;
+                    }
+                };
+                pb.set_message(format!("{} {backend} batch {batch}", kind_name(kind)));
+                let rate = match backend {
+                    BackendChoice::Native => {
+                        let mut b = NativeBackend::from_net(&net, batch)?;
+                        measure_backend(&mut b, &net.config, batch, args.seconds)?
+                    }
+                    BackendChoice::Material => {
+                        measure_backend(&mut MaterialBackend, &net.config, batch, args.seconds)?
+                    }
+                    _ => {
+                        // As a server whose largest batch is this one runs it (the Shaw form
+                        // follows it).
+                        net.prepare_serving(kind, batch);
+                        measure_inference(&net, args.heads, batch, args.seconds)
+                    }
+                };
+                report.inference.push(InferenceRow {
+                    rate,
+                    efficiency: rate.gflops_per_second / peak,
+                });
+            }
         }
         precisions.push(report);
     }
@@ -374,14 +454,18 @@ fn print_report(report: &NnReport) {
             kind = p.kind,
             n = p.matmul_size
         );
+        for why in &p.skipped {
+            println!("  not measured: {why}");
+        }
         println!(
-            "  {:>6} {:>14} {:>10} {:>11}",
-            "batch", "evaluations/s", "GFLOP/s", "of peak"
+            "  {:>6} {:>9} {:>14} {:>10} {:>11}",
+            "batch", "backend", "evaluations/s", "GFLOP/s", "of peak"
         );
         for r in &p.inference {
             println!(
-                "  {:>6} {:>14.0} {:>10.1} {:>10.1}%",
+                "  {:>6} {:>9} {:>14.0} {:>10.1} {:>10.1}%",
                 r.rate.batch,
+                r.rate.backend,
                 r.rate.evaluations_per_second,
                 r.rate.gflops_per_second,
                 100.0 * r.efficiency

@@ -24,6 +24,7 @@ use crate::error::user_error;
 use crate::run::progress::{bar, spinner};
 use crate::run::selfplay_phase::{Live, run_actors, spawn_servers};
 use crate::user_bail;
+use cfzero_network::backend::BackendChoice;
 
 /// Arguments of `cfzero bench selfplay`.
 #[derive(Debug, Args)]
@@ -44,6 +45,10 @@ pub struct SelfplayBenchArgs {
     /// Device: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Backend of the inference servers (auto, tch, native, material), instead of the
+    /// config's `run.backend`.
+    #[arg(long)]
+    pub backend: Option<BackendChoice>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -101,6 +106,8 @@ struct SelfplayReport {
     config: String,
     net: String,
     device: String,
+    /// The backend that served the net (`auto` resolved).
+    backend: String,
     actors: usize,
     games_in_flight: usize,
     moves_requested: u64,
@@ -183,7 +190,10 @@ fn served_rate(
 
 /// Runs the measurement.
 pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
-    let config = Config::load(&args.config)?;
+    let mut config = Config::load(&args.config)?;
+    if let Some(b) = args.backend {
+        config.run.backend = b;
+    }
     if args.moves == 0 {
         user_bail!("--moves must be at least 1");
     }
@@ -265,6 +275,14 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
             .as_ref()
             .map_or_else(|| "random".to_string(), |p| p.display().to_string()),
         device: format!("{device:?}"),
+        backend: {
+            let options = config.run.inference_options(device);
+            options
+                .backend
+                .resolve(device, options.kind)
+                .map_err(user_error)?
+                .to_string()
+        },
         actors: sp.actors.max(1),
         games_in_flight: sp.actors.max(1) * sp.games_per_actor.max(1),
         moves_requested: args.moves,
@@ -304,8 +322,8 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
 
 fn print_table(r: &SelfplayReport) {
     println!(
-        "{} ({} net, {}): {} actors, {} games in flight",
-        r.config, r.net, r.device, r.actors, r.games_in_flight
+        "{} ({} net, {}, {} backend): {} actors, {} games in flight",
+        r.config, r.net, r.device, r.backend, r.actors, r.games_in_flight
     );
     println!(
         "positions      {:>10.1} /s  ({} moves in {:.1} s, {:.1} simulations per move)",

@@ -10,6 +10,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use cfzero_fsutil::write_file_atomically;
+use cfzero_network::backend::BackendChoice;
 use cfzero_network::{Precision, parse_device};
 use cfzero_selfplay::arena::{MatchOptions, MatchScore, SearchPlayer, run_match};
 use cfzero_selfplay::openings::read_openings;
@@ -62,6 +63,10 @@ pub struct LadderArgs {
     /// f32 or bf16.
     #[arg(long, default_value = "auto")]
     pub precision: Precision,
+    /// Backend of the nets: auto (native for f32 on a CPU, else libtorch), tch,
+    /// native or material (material counting, no net: a baseline).
+    #[arg(long, default_value = "auto")]
+    pub backend: BackendChoice,
 }
 
 /// The games played between two generations so far.
@@ -217,8 +222,8 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
             .chain(&openings[..skip])
             .cloned()
             .collect();
-        let net_a = serve_net(&dir.net(a), device, args.precision)?;
-        let net_b = serve_net(&dir.net(b), device, args.precision)?;
+        let net_a = serve_net(&dir.net(a), device, args.precision, args.backend)?;
+        let net_b = serve_net(&dir.net(b), device, args.precision, args.backend)?;
         let mut player_a = SearchPlayer::new(format!("gen {a}"), &net_a, search.clone(), args.sims);
         let mut player_b = SearchPlayer::new(format!("gen {b}"), &net_b, search.clone(), args.sims);
         let options = MatchOptions {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::SearchConfig;
+use cfzero_network::backend::BackendChoice;
 use cfzero_network::{InferenceHandle, Precision, parse_device};
 use cfzero_selfplay::arena::{
     ArenaGame, GreedyPlayer, MatchOptions, MatchScore, Player, RandomPlayer, SearchPlayer,
@@ -147,6 +148,10 @@ pub struct MatchArgs {
     /// f32 or bf16.
     #[arg(long, default_value = "auto")]
     pub precision: Precision,
+    /// Backend of the nets: auto (native for f32 on a CPU, else libtorch), tch,
+    /// native or material (material counting, no net: a baseline).
+    #[arg(long, default_value = "auto")]
+    pub backend: BackendChoice,
     /// Player A's precision, instead of `--precision` (e.g. a net in bf16 against itself in f32).
     #[arg(long)]
     pub a_precision: Option<Precision>,
@@ -461,9 +466,10 @@ fn serve(
     side: &Side,
     device: tch::Device,
     precision: Precision,
+    backend: BackendChoice,
 ) -> Result<Option<InferenceHandle<ChessState>>> {
     match side {
-        Side::Net { path, .. } => serve_net(path, device, precision).map(Some),
+        Side::Net { path, .. } => serve_net(path, device, precision, backend).map(Some),
         _ => Ok(None),
     }
 }
@@ -560,8 +566,18 @@ pub fn run(args: &MatchArgs) -> Result<()> {
     let search = play_search(args.config.as_deref())?;
     let device = parse_device(&args.device).map_err(user_error)?;
     let (label_a, label_b) = (side_a.label(), side_b.label());
-    let handle_a = serve(&side_a, device, args.a_precision.unwrap_or(args.precision))?;
-    let handle_b = serve(&side_b, device, args.b_precision.unwrap_or(args.precision))?;
+    let handle_a = serve(
+        &side_a,
+        device,
+        args.a_precision.unwrap_or(args.precision),
+        args.backend,
+    )?;
+    let handle_b = serve(
+        &side_b,
+        device,
+        args.b_precision.unwrap_or(args.precision),
+        args.backend,
+    )?;
     let mut a = player(&side_a, handle_a.as_ref(), &search, concurrency)?;
     let mut b = player(&side_b, handle_b.as_ref(), &search, concurrency)?;
     let mut pgn = match &args.pgn {

@@ -5,27 +5,29 @@ use std::path::Path;
 use anyhow::Result;
 use cfzero_chess::ChessState;
 use cfzero_mcts::SearchConfig;
+use cfzero_network::backend::BackendChoice;
 use cfzero_network::checkpoint::load_net;
-use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Precision};
+use cfzero_network::{InferenceHandle, InferenceServer, Precision};
 use cfzero_selfplay::arena::ArenaError;
 
-use crate::config::{Config, inference_kind};
+use crate::config::{Config, inference_options};
 use crate::error::user_error;
 
-/// Loads the net at `path` onto `device` and starts its inference server in `precision` (a
-/// missing or broken file is the user's error).
+/// Largest batch of the servers of commands that play a net outside a run.
+pub const PLAY_MAX_BATCH: usize = 256;
+
+/// Loads the net at `path` onto `device` and starts its inference server in `precision` on
+/// `backend` (a missing or broken file, or a backend that cannot serve it, is the user's
+/// error).
 pub fn serve_net(
     path: &Path,
     device: tch::Device,
     precision: Precision,
+    backend: BackendChoice,
 ) -> Result<InferenceHandle<ChessState>> {
     let net = load_net(path, device).map_err(user_error)?;
-    let options = InferenceOptions {
-        max_batch: 256,
-        kind: inference_kind(precision, device),
-        ..InferenceOptions::default()
-    };
-    Ok(InferenceServer::spawn(net, options))
+    let options = inference_options(precision, backend, device, PLAY_MAX_BATCH);
+    InferenceServer::spawn(net, options).map_err(user_error)
 }
 
 /// The search constants for play: the `[search]` table of `config` (the defaults of

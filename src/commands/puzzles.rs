@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
+use cfzero_network::backend::BackendChoice;
 use cfzero_network::{Precision, parse_device};
 use cfzero_selfplay::arena::SearchPlayer;
 use cfzero_selfplay::puzzles::{BANDS, PuzzleTally, read_puzzles, solve_puzzles};
@@ -43,6 +44,10 @@ pub struct PuzzlesArgs {
     /// f32 or bf16.
     #[arg(long, default_value = "auto")]
     pub precision: Precision,
+    /// Backend of the net: auto (native for f32 on a CPU, else libtorch), tch,
+    /// native or material (material counting, no net: a baseline).
+    #[arg(long, default_value = "auto")]
+    pub backend: BackendChoice,
     /// Print the tally and every outcome as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -63,7 +68,7 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
     let puzzles = set.puzzles;
     let search = play_search(args.config.as_deref())?;
     let device = parse_device(&args.device).map_err(user_error)?;
-    let handle = serve_net(&args.net, device, args.precision)?;
+    let handle = serve_net(&args.net, device, args.precision, args.backend)?;
     let name = args.net.file_stem().unwrap_or_default().to_string_lossy();
     let mut player = SearchPlayer::new(name, &handle, search, args.sims);
     let progress = bar(puzzles.len() as u64, "puzzles", "puzzles");

@@ -32,6 +32,7 @@ use crate::run::session::stop_on_ctrl_c;
 use crate::run::spool::{Spool, backoff};
 use crate::run::uploader::{SyncOptions, sync_loop};
 use crate::user_bail;
+use cfzero_network::backend::BackendChoice;
 
 /// How often the run directory is checked for a first net.
 const POLL: Duration = Duration::from_secs(2);
@@ -57,6 +58,10 @@ pub struct SelfplayArgs {
     /// Device: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Backend of this worker's inference servers (auto, tch, native), instead of the run
+    /// config's `run.backend` (the worker's machine may differ from the trainer's).
+    #[arg(long)]
+    pub backend: Option<BackendChoice>,
     /// Object storage: the local cache (nets, config, the spool of games not uploaded yet);
     /// default `~/.cache/cfzero/runs/<run>`, or under `$CFZERO_CACHE`.
     #[arg(long)]
@@ -127,7 +132,10 @@ fn run_on_directory(args: &SelfplayArgs, root: &Path) -> Result<()> {
             dir.root().display()
         );
     }
-    let config = Config::load(&dir.config())?;
+    let mut config = Config::load(&dir.config())?;
+    if let Some(b) = args.backend {
+        config.run.backend = b;
+    }
     let device = parse_device(&args.device).map_err(user_error)?;
     let worker = args
         .worker
@@ -222,7 +230,10 @@ fn run_on_object_store(args: &SelfplayArgs, url: &Url) -> Result<()> {
             });
         }
     }
-    let config = Config::load(&dir.config())?;
+    let mut config = Config::load(&dir.config())?;
+    if let Some(b) = args.backend {
+        config.run.backend = b;
+    }
     let device = parse_device(&args.device).map_err(user_error)?;
     let (worker, spool) = open_spool(args, &cache)?;
     let openings = match &config.selfplay.openings {

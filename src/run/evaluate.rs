@@ -14,6 +14,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::config::Config;
+use crate::error::user_error;
 
 /// Scores of the new net in the evaluation matches.
 #[derive(Debug, Clone, Copy)]
@@ -39,8 +40,9 @@ pub fn evaluate(
 ) -> Result<Option<EvalSummary>> {
     let opts = config.run.inference_options(candidate.device());
     config.run.use_inference_threads();
-    let a: InferenceHandle<ChessState> = InferenceServer::spawn(candidate, opts);
-    let b: InferenceHandle<ChessState> = InferenceServer::spawn(first, opts);
+    let a: InferenceHandle<ChessState> =
+        InferenceServer::spawn(candidate, opts).map_err(user_error)?;
+    let b: InferenceHandle<ChessState> = InferenceServer::spawn(first, opts).map_err(user_error)?;
     let sims = config.run.eval_simulations;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let max_plies = config.selfplay.max_plies;

@@ -162,9 +162,9 @@ pub fn spawn_servers(config: &Config, net: Net) -> Result<Vec<InferenceHandle<Ch
         let copy = net
             .try_clone()
             .context("copying the net for another inference server")?;
-        handles.push(InferenceServer::spawn(copy, options));
+        handles.push(InferenceServer::spawn(copy, options).map_err(user_error)?);
     }
-    handles.push(InferenceServer::spawn(net, options));
+    handles.push(InferenceServer::spawn(net, options).map_err(user_error)?);
     Ok(handles)
 }
 

@@ -17,6 +17,7 @@ use std::time::Instant;
 use anyhow::Result;
 use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
 use cfzero_mcts::{Driver, SearchConfig, SearchMode};
+use cfzero_network::backend::BackendChoice;
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::precision::{self, Bf16Support, Precision};
 use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, parse_device};
@@ -51,6 +52,10 @@ pub struct UciArgs {
     /// natively), f32 or bf16.
     #[arg(long, default_value = "auto")]
     pub precision: Precision,
+    /// Backend of the net (the `Backend` option): auto (native for f32 on a CPU, else libtorch), tch,
+    /// native or material (material counting, no net: a baseline).
+    #[arg(long, default_value = "auto")]
+    pub backend: BackendChoice,
     /// A config file whose `[search]` table sets the search constants (the `Config`
     /// option); without one, the defaults of docs/METHODS.md §3. Play turns root noise off.
     #[arg(long)]
@@ -75,6 +80,7 @@ struct Options {
     search: SearchConfig,
     move_overhead_ms: u64,
     precision: Precision,
+    backend: BackendChoice,
 }
 
 /// The `option` lines of the `uci` answer.
@@ -110,6 +116,10 @@ fn option_lines(o: &Options) -> Vec<String> {
             "option name Precision type combo default {} var auto var f32 var bf16",
             o.precision
         ),
+        format!(
+            "option name Backend type combo default {} var auto var tch var native var material",
+            o.backend
+        ),
     ]
 }
 
@@ -118,6 +128,7 @@ struct Loaded {
     path: PathBuf,
     threads: usize,
     precision: Precision,
+    backend: BackendChoice,
     batch: u32,
     handle: InferenceHandle<ChessState>,
 }
@@ -219,6 +230,10 @@ impl Engine {
                 Ok(p) => self.options.precision = p,
                 Err(e) => println!("info string ignored: Precision: {e}"),
             },
+            "backend" => match value.parse::<BackendChoice>() {
+                Ok(b) => self.options.backend = b,
+                Err(e) => println!("info string ignored: Backend: {e}"),
+            },
             _ => println!("info string ignored: unknown option {name:?}"),
         }
     }
@@ -261,28 +276,39 @@ impl Engine {
             return false;
         };
         let (threads, precision) = (self.options.threads, self.options.precision);
-        let batch = self.options.search.batch;
+        let (batch, backend) = (self.options.search.batch, self.options.backend);
         if self.loaded.as_ref().is_some_and(|l| {
-            l.path == path && l.threads == threads && l.precision == precision && l.batch == batch
+            l.path == path
+                && l.threads == threads
+                && l.precision == precision
+                && l.backend == backend
+                && l.batch == batch
         }) {
             return true;
         }
         set_torch_threads(threads);
-        match load_net(&path, self.device) {
-            Ok(net) => {
+        let served = load_net(&path, self.device)
+            .map_err(|e| e.to_string())
+            .and_then(|net| {
                 // The search sends up to `batch` leaves per forward pass.
                 let resolved = precision::resolve(precision, &Bf16Support::detect(self.device));
                 println!("info string {}", resolved.notice);
                 let options = InferenceOptions {
                     max_batch: batch as usize,
                     kind: resolved.kind,
+                    backend,
                     ..InferenceOptions::default()
                 };
-                let handle = InferenceServer::spawn(net, options);
+                InferenceServer::spawn(net, options).map_err(|e| e.to_string())
+            });
+        match served {
+            Ok(handle) => {
+                println!("info string backend {}", handle.capabilities().name);
                 self.loaded = Some(Loaded {
                     path,
                     threads,
                     precision,
+                    backend,
                     batch,
                     handle,
                 });
@@ -297,6 +323,7 @@ impl Engine {
                         println!("info string keeping the net {}", old.path.display());
                         self.options.net = Some(old.path.clone());
                         self.options.threads = old.threads;
+                        self.options.backend = old.backend;
                         set_torch_threads(old.threads);
                         true
                     }
@@ -416,6 +443,7 @@ pub fn run(args: &UciArgs) -> Result<()> {
             search,
             move_overhead_ms: 50,
             precision: args.precision,
+            backend: args.backend,
         },
         device,
         loaded: None,

@@ -9,10 +9,14 @@
 //! counts material, through the same server. docs/ARCHITECTURE.md says how a third (ONNX
 //! Runtime, candle, TensorRT) plugs in.
 
+mod choice;
 mod material;
+mod native;
 mod tch_net;
 
+pub use choice::{BackendChoice, ChoiceError, UnknownBackend};
 pub use material::MaterialBackend;
+pub use native::{NATIVE_NAME, NativeBackend};
 pub use tch_net::TchBackend;
 
 use crate::encoding::POLICY_SIZE;
@@ -31,6 +35,9 @@ pub enum BackendError {
     /// The backend has no weights to replace.
     #[error("{0} has no weights to reload")]
     NoWeights(&'static str),
+    /// The asked backend cannot serve the net on its device or in its precision.
+    #[error(transparent)]
+    Choice(#[from] ChoiceError),
 }
 
 /// What a backend is and can do, for logs and for the server's batching.

@@ -14,7 +14,10 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use tch::Kind;
 
 use super::input::{INPUT_FLOATS, NetInput};
-use crate::backend::{Backend, BackendOutputs, Capabilities, NamedWeights, TchBackend};
+use crate::backend::{
+    Backend, BackendChoice, BackendError, BackendOutputs, Capabilities, MaterialBackend,
+    NamedWeights, NativeBackend, TchBackend,
+};
 use crate::encoding::POLICY_SIZE;
 use crate::model::Net;
 
@@ -27,6 +30,8 @@ pub struct InferenceOptions {
     pub queue_capacity: usize,
     /// Kind the net runs in: `Float`, or `BFloat16` (see [`crate::precision`]).
     pub kind: Kind,
+    /// Which backend serves the net (`auto` resolved by [`BackendChoice::resolve`]).
+    pub backend: BackendChoice,
 }
 
 impl Default for InferenceOptions {
@@ -35,6 +40,7 @@ impl Default for InferenceOptions {
             max_batch: 256,
             queue_capacity: 64,
             kind: Kind::Float,
+            backend: BackendChoice::Auto,
         }
     }
 }
@@ -143,10 +149,25 @@ impl InferenceServer {
     /// `no_grad`) and returns the handle that evaluators share. The thread ends when every
     /// handle is dropped.
     ///
-    /// The net is served by a [`TchBackend`], readied for `options.kind` and `max_batch`.
-    pub fn spawn<G: NetInput>(net: Net, options: InferenceOptions) -> InferenceHandle<G> {
-        let backend = TchBackend::new(net, options.kind, options.max_batch);
-        Self::spawn_backend(backend, options)
+    /// The one place a backend is chosen: `options.backend` resolved for the net's device
+    /// and `options.kind` ([`BackendChoice::resolve`]): a [`TchBackend`] readied for
+    /// `options.kind` and `max_batch`, a [`NativeBackend`] with the net's weights laid out
+    /// for it, or a [`MaterialBackend`] (the net unused). Fails if the asked backend cannot
+    /// serve the net there.
+    pub fn spawn<G: NetInput>(
+        net: Net,
+        options: InferenceOptions,
+    ) -> Result<InferenceHandle<G>, BackendError> {
+        Ok(match options.backend.resolve(net.device(), options.kind)? {
+            BackendChoice::Native => {
+                Self::spawn_backend(NativeBackend::from_net(&net, options.max_batch)?, options)
+            }
+            BackendChoice::Material => Self::spawn_backend(MaterialBackend, options),
+            _ => Self::spawn_backend(
+                TchBackend::new(net, options.kind, options.max_batch),
+                options,
+            ),
+        })
     }
 
     /// Moves `backend` onto a new inference thread (`options.kind` is the backend's

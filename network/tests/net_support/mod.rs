@@ -1,9 +1,9 @@
 //! Shared helpers of the network tests: configs from configs/*.toml and synthetic batches.
 #![allow(dead_code)]
 
-use cfzero_network::NetworkConfig;
-use cfzero_network::TrainingBatch;
+use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_network::encoding::POLICY_SIZE;
+use cfzero_network::{Net, NetworkConfig, TrainingBatch};
 use tch::{Device, Kind, Tensor};
 
 /// Names of the presets in configs/.
@@ -44,4 +44,60 @@ pub fn synthetic_batch(b: i64, legal_per_row: i64, seed: i64) -> TrainingBatch {
         st,
         moves_left,
     }
+}
+
+/// Adds noise of `scale` to every parameter of `net`: a fresh net has constant gates, norms
+/// and biases (and zero Shaw tables), which would hide a transposition or a wrong table.
+pub fn perturb(net: &Net, scale: f64) {
+    tch::no_grad(|| {
+        for (_, mut v) in net.vs.variables() {
+            let noise = Tensor::randn(v.size(), (Kind::Float, Device::Cpu)) * scale;
+            let _ = v.g_add_(&noise.to_device(v.device()));
+        }
+    });
+}
+
+/// The preset `name` seeded with `seed`, every parameter perturbed by noise of `scale` (small
+/// enough that the outputs stay unsaturated like a trained net's).
+pub fn perturbed(name: &str, seed: i64, scale: f64) -> Net {
+    tch::manual_seed(seed);
+    let net = Net::new(&preset(name), Device::Cpu).unwrap();
+    perturb(&net, scale);
+    net
+}
+
+/// The position of a case of `tests/data/lc0/vectors.json`: its FEN with its history fill,
+/// then its moves.
+pub fn lc0_case_state(case: &serde_json::Value) -> ChessState {
+    let fill = match case["history_fill"].as_str().unwrap() {
+        "no" => HistoryFill::No,
+        _ => HistoryFill::FenOnly,
+    };
+    let mut s = ChessState::from_fen(case["fen"].as_str().unwrap(), fill).unwrap();
+    for m in case["moves"].as_array().unwrap() {
+        s.play_uci(m.as_str().unwrap()).unwrap();
+    }
+    s
+}
+
+/// Exact softmax (f64) of the logits (in the 1858-move order) of the legal moves of `state`,
+/// keyed by UCI.
+pub fn legal_policy(state: &ChessState, logits: &[f32]) -> Vec<(String, f64)> {
+    use shakmaty::Position;
+    let turn = state.position().turn();
+    let moves = state.position().legal_moves();
+    let picked: Vec<f64> = moves
+        .iter()
+        .map(|m| f64::from(logits[cfzero_network::encoding::move_index(m, turn)]))
+        .collect();
+    let max = picked.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let total: f64 = picked.iter().map(|l| (l - max).exp()).sum();
+    moves
+        .iter()
+        .zip(&picked)
+        .map(|(m, l)| {
+            let uci = m.to_uci(shakmaty::CastlingMode::Standard).to_string();
+            (uci, (l - max).exp() / total)
+        })
+        .collect()
 }

@@ -1,0 +1,157 @@
+//! Which backend serves a net: the `[run] backend` setting and `--backend` (`auto`, `tch`,
+//! `native`, `material`), and the one rule that resolves `auto`.
+//!
+//! `auto` takes the native backend on a CPU when the net runs in f32, and libtorch
+//! otherwise (a CUDA device, or bf16 on a CPU with native bf16 products, which the native
+//! backend does not compute). Measured on one thread (BENCHMARKS.md, "Native backend"):
+//! the native pass is faster than libtorch's f32 at every batch of every preset's net.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind};
+
+/// The backend a user asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// The faster one for the device and precision (see the module docs).
+    #[default]
+    Auto,
+    /// libtorch ([`super::TchBackend`]): every device and precision.
+    Tch,
+    /// The native CPU pass in f32 ([`super::NativeBackend`]).
+    Native,
+    /// No net: material counting with a uniform policy ([`super::MaterialBackend`]), a
+    /// baseline player.
+    Material,
+}
+
+/// A backend name that is none of the four.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown backend `{0}`: expected auto, tch, native or material")]
+pub struct UnknownBackend(pub String);
+
+impl FromStr for BackendChoice {
+    type Err = UnknownBackend;
+
+    fn from_str(s: &str) -> Result<BackendChoice, UnknownBackend> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(BackendChoice::Auto),
+            "tch" | "libtorch" => Ok(BackendChoice::Tch),
+            "native" => Ok(BackendChoice::Native),
+            "material" => Ok(BackendChoice::Material),
+            _ => Err(UnknownBackend(s.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for BackendChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Tch => "tch",
+            BackendChoice::Native => "native",
+            BackendChoice::Material => "material",
+        })
+    }
+}
+
+/// A backend that cannot serve the net as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    /// The native backend runs on the CPU only.
+    #[error("the native backend runs on the CPU; the net is on {0} (use --backend tch)")]
+    NativeOffCpu(String),
+    /// The native backend computes in f32 only.
+    #[error(
+        "the native backend computes in f32; {0} was asked for (use --backend tch or --precision f32)"
+    )]
+    NativePrecision(String),
+}
+
+impl BackendChoice {
+    /// The backend that serves a net on `device` in `kind` (`auto` resolved; never
+    /// [`BackendChoice::Auto`]), or why the asked one cannot.
+    pub fn resolve(self, device: Device, kind: Kind) -> Result<BackendChoice, ChoiceError> {
+        let native_fits = || -> Result<(), ChoiceError> {
+            if device != Device::Cpu {
+                return Err(ChoiceError::NativeOffCpu(
+                    format!("{device:?}").to_lowercase(),
+                ));
+            }
+            if kind != Kind::Float {
+                return Err(ChoiceError::NativePrecision(crate::precision::kind_name(
+                    kind,
+                )));
+            }
+            Ok(())
+        };
+        match self {
+            BackendChoice::Auto => Ok(if native_fits().is_ok() {
+                BackendChoice::Native
+            } else {
+                BackendChoice::Tch
+            }),
+            BackendChoice::Native => native_fits().map(|()| BackendChoice::Native),
+            other => Ok(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_takes_native_for_f32_on_the_cpu_and_libtorch_elsewhere() {
+        let cpu = Device::Cpu;
+        let gpu = Device::Cuda(0);
+        assert_eq!(
+            BackendChoice::Auto.resolve(cpu, Kind::Float),
+            Ok(BackendChoice::Native)
+        );
+        assert_eq!(
+            BackendChoice::Auto.resolve(cpu, Kind::BFloat16),
+            Ok(BackendChoice::Tch)
+        );
+        assert_eq!(
+            BackendChoice::Auto.resolve(gpu, Kind::Float),
+            Ok(BackendChoice::Tch)
+        );
+        assert_eq!(
+            BackendChoice::Tch.resolve(gpu, Kind::BFloat16),
+            Ok(BackendChoice::Tch)
+        );
+        assert_eq!(
+            BackendChoice::Material.resolve(gpu, Kind::Float),
+            Ok(BackendChoice::Material)
+        );
+        assert!(matches!(
+            BackendChoice::Native.resolve(gpu, Kind::Float),
+            Err(ChoiceError::NativeOffCpu(_))
+        ));
+        assert!(matches!(
+            BackendChoice::Native.resolve(cpu, Kind::BFloat16),
+            Err(ChoiceError::NativePrecision(_))
+        ));
+    }
+
+    #[test]
+    fn names_parse_and_print_back() {
+        for c in [
+            BackendChoice::Auto,
+            BackendChoice::Tch,
+            BackendChoice::Native,
+            BackendChoice::Material,
+        ] {
+            assert_eq!(c.to_string().parse::<BackendChoice>(), Ok(c));
+        }
+        assert_eq!("libtorch".parse(), Ok(BackendChoice::Tch));
+        assert_eq!(
+            "onnx".parse::<BackendChoice>(),
+            Err(UnknownBackend("onnx".into()))
+        );
+    }
+}

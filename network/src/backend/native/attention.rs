@@ -1,0 +1,326 @@
+//! One head of one position's attention, fused: the logits with their position term, the
+//! softmax and the weighted values, all on `64 x 64` tiles that stay in the L1 cache.
+//!
+//! The Shaw terms are computed without gathering the tables to (query, key) pairs. For a
+//! query square `i`, the buckets `bucket(i, j)` of the 64 key squares form an `8 x 8` window
+//! of the `15 x 15` displacement grid: `bucket(i, j) = base(i) + 15 rank(j) + file(j)` with
+//! `base(i) = 15 (7 - rank(i)) + (7 - file(i))`. So the eight keys of one rank read eight
+//! consecutive buckets, and with the tables stored transposed (`[d_head, 225]`) and the keys
+//! too (`[d_head, 64]`), one row of logits is, for each channel `t`, eight vectors of eight
+//! keys: `q_i[t] (k[t] + rq[t][window]) + k[t] rk[t][window]`. The value-side term adds
+//! `rv[bucket(i, j)]` to `v_j` under the same weights.
+
+use super::simd::Lanes;
+use super::weights::ShawW;
+use crate::model::shaw::BUCKETS;
+
+/// Scratch of one head: the `[64, 64]` tile and the keys transposed.
+#[derive(Debug, Clone)]
+pub struct HeadScratch {
+    /// Logits, then probabilities, `[64 (query), 64 (key)]`.
+    logits: Vec<f32>,
+    /// The head's keys transposed, `[d_head, 64]`.
+    keys_t: Vec<f32>,
+}
+
+impl HeadScratch {
+    /// Scratch for heads of width `d_head`.
+    pub fn new(d_head: usize) -> HeadScratch {
+        HeadScratch {
+            logits: vec![0.0; 4096],
+            keys_t: vec![0.0; d_head * 64],
+        }
+    }
+}
+
+/// The rows of one head of one position inside the fused q, k, v rows.
+pub struct HeadInput<'a> {
+    /// The position's 64 rows of q (scaled), k and v, `stride` apart.
+    pub qkv: &'a [f32],
+    /// The distance between rows (`3 d`).
+    pub stride: usize,
+    /// The head's first channel.
+    pub offset: usize,
+    /// The model width `d` (k starts at `d`, v at `2 d` within a row).
+    pub d: usize,
+    /// The head width.
+    pub d_head: usize,
+}
+
+/// The first bucket of query square `i`'s window, `15 (7 - rank) + (7 - file)`.
+#[inline(always)]
+fn window_base(i: usize) -> usize {
+    15 * (7 - i / 8) + (7 - i % 8)
+}
+
+/// The span of a transposed table row that the windows of every query reach: `base` up to
+/// `15 * 14 + 14`, plus the eight lanes of the last load.
+const WINDOW_SPAN: usize = 15 * 7 + 8;
+
+/// The head's attention weights `[64, 64]` into `logits`: the softmax over keys of
+/// `q_i . k_j` plus, with Shaw tables, `q_i . rq[b] + k_j . rk[b] + bias[i][j]`
+/// (`b = bucket(i, j)`), plus an additive bias (smolgen's). `queries` are the 64 rows
+/// `stride` apart; `keys_t` is `[d_head, 64]`.
+#[inline(always)]
+fn logits<L: Lanes>(
+    logits: &mut [f32],
+    queries: &[f32],
+    stride: usize,
+    keys_t: &[f32],
+    d_head: usize,
+    tables: Option<(&[f32], &[f32], &[f32])>,
+    bias: Option<&[f32]>,
+) {
+    for i in 0..64 {
+        let q = &queries[i * stride..i * stride + d_head];
+        let mut acc = [L::zero(); 8];
+        match tables {
+            Some((rq_t, rk_t, table_bias)) => {
+                let base = window_base(i);
+                for (t, &x) in q.iter().enumerate() {
+                    let x = L::splat(x);
+                    let k = &keys_t[t * 64..t * 64 + 64];
+                    let rq = &rq_t[t * BUCKETS + base..t * BUCKETS + base + WINDOW_SPAN];
+                    let rk = &rk_t[t * BUCKETS + base..t * BUCKETS + base + WINDOW_SPAN];
+                    for (rank, a) in acc.iter_mut().enumerate() {
+                        let kv = L::load(&k[rank * 8..]);
+                        *a = a
+                            .mul_add(x, kv.add(L::load(&rq[rank * 15..])))
+                            .mul_add(kv, L::load(&rk[rank * 15..]));
+                    }
+                }
+                let b = &table_bias[i * 64..i * 64 + 64];
+                for (rank, a) in acc.iter_mut().enumerate() {
+                    *a = a.add(L::load(&b[rank * 8..]));
+                }
+            }
+            None => {
+                for (t, &x) in q.iter().enumerate() {
+                    let x = L::splat(x);
+                    let k = &keys_t[t * 64..t * 64 + 64];
+                    for (rank, a) in acc.iter_mut().enumerate() {
+                        *a = a.mul_add(x, L::load(&k[rank * 8..]));
+                    }
+                }
+            }
+        }
+        if let Some(b) = bias {
+            let b = &b[i * 64..i * 64 + 64];
+            for (rank, a) in acc.iter_mut().enumerate() {
+                *a = a.add(L::load(&b[rank * 8..]));
+            }
+        }
+        // Softmax over the row while it is in registers.
+        let max = acc.iter().fold(acc[0], |m, &a| m.max(a)).max_lane();
+        let max = L::splat(max);
+        let mut total = L::zero();
+        for a in acc.iter_mut() {
+            *a = a.sub(max).exp();
+            total = total.add(*a);
+        }
+        let inv = L::splat(1.0 / total.sum());
+        let row = &mut logits[i * 64..i * 64 + 64];
+        for (rank, a) in acc.iter().enumerate() {
+            a.mul(inv).store(&mut row[rank * 8..]);
+        }
+    }
+}
+
+/// One query's output `sum_j a_j (v_j + rv[bucket(i, j)])` (without `rv` when `rv` is none)
+/// into `out` (`d_head` values), for weights `a` over the 64 keys.
+#[inline(always)]
+fn weighted_values<L: Lanes>(
+    out: &mut [f32],
+    a: &[f32],
+    values: &[f32],
+    stride: usize,
+    rv: Option<&[f32]>,
+    i: usize,
+) {
+    let dh = out.len();
+    let base = window_base(i);
+    if dh % 8 != 0 {
+        out.fill(0.0);
+        for (j, &w) in a.iter().enumerate() {
+            let v = &values[j * stride..j * stride + dh];
+            match rv {
+                Some(rv) => {
+                    let b = base + 15 * (j / 8) + j % 8;
+                    for (o, (v, r)) in out.iter_mut().zip(v.iter().zip(&rv[b * dh..b * dh + dh])) {
+                        *o += w * (v + r);
+                    }
+                }
+                None => {
+                    for (o, v) in out.iter_mut().zip(v) {
+                        *o += w * v;
+                    }
+                }
+            }
+        }
+        return;
+    }
+    match dh / 8 {
+        1 => weighted_groups::<L, 8>(out, a, values, stride, rv, base),
+        2 => weighted_groups::<L, 16>(out, a, values, stride, rv, base),
+        4 => weighted_groups::<L, 32>(out, a, values, stride, rv, base),
+        _ => {
+            for c in (0..dh).step_by(8) {
+                let sub = &mut out[c..c + 8];
+                let rv_c = rv.map(|rv| (rv, c));
+                weighted_group_at::<L>(sub, a, &values[c..], stride, rv_c, base, dh);
+            }
+        }
+    }
+}
+
+/// [`weighted_values`] for heads of `DH` channels (8, 16 or 32): `DH / 8` vectors a key, the
+/// keys summed in two halves (one sum would wait on each multiply-add's latency).
+#[inline(always)]
+fn weighted_groups<L: Lanes, const DH: usize>(
+    out: &mut [f32],
+    a: &[f32],
+    values: &[f32],
+    stride: usize,
+    rv: Option<&[f32]>,
+    base: usize,
+) {
+    const { assert!(DH % 8 == 0 && DH <= 32) };
+    let (dh, groups) = (DH, DH / 8);
+    let mut even = [L::zero(); 4];
+    let mut odd = [L::zero(); 4];
+    for (j, &w) in a[..64].iter().enumerate() {
+        let w = L::splat(w);
+        let v: &[f32; DH] = (&values[j * stride..j * stride + dh])
+            .try_into()
+            .expect("a value row");
+        let acc = if j % 2 == 0 { &mut even } else { &mut odd };
+        match rv {
+            Some(rv) => {
+                let b = base + 15 * (j / 8) + j % 8;
+                let r: &[f32; DH] = (&rv[b * dh..b * dh + dh]).try_into().expect("a table row");
+                for g in 0..groups {
+                    let x = L::load(&v[8 * g..]).add(L::load(&r[8 * g..]));
+                    acc[g] = acc[g].mul_add(w, x);
+                }
+            }
+            None => {
+                for g in 0..groups {
+                    acc[g] = acc[g].mul_add(w, L::load(&v[8 * g..]));
+                }
+            }
+        }
+    }
+    for g in 0..groups {
+        even[g].add(odd[g]).store(&mut out[8 * g..]);
+    }
+}
+
+/// One 8-channel group of [`weighted_values`] for heads of other widths (`dh` channels, this
+/// group's first at `c` of the table rows).
+#[inline(always)]
+fn weighted_group_at<L: Lanes>(
+    out: &mut [f32],
+    a: &[f32],
+    values: &[f32],
+    stride: usize,
+    rv: Option<(&[f32], usize)>,
+    base: usize,
+    dh: usize,
+) {
+    let (mut even, mut odd) = (L::zero(), L::zero());
+    for (j, &w) in a[..64].iter().enumerate() {
+        let mut x = L::load(&values[j * stride..]);
+        if let Some((rv, c)) = rv {
+            let b = base + 15 * (j / 8) + j % 8;
+            x = x.add(L::load(&rv[b * dh + c..]));
+        }
+        if j % 2 == 0 {
+            even = even.mul_add(L::splat(w), x);
+        } else {
+            odd = odd.mul_add(L::splat(w), x);
+        }
+    }
+    even.add(odd).store(out);
+}
+
+/// One head of one position's attention: writes the head's `d_head` output channels of each
+/// of the 64 rows of `z` (`z[r * z_stride + offset + c]`). `shaw` is the layer's tables (this
+/// is head `head`), `bias` an additive `[64, 64]` logit bias (smolgen's), if any.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the head's input, tables and outputs, all borrowed
+pub fn attend_head<L: Lanes>(
+    input: &HeadInput,
+    head: usize,
+    shaw: Option<&ShawW>,
+    bias: Option<&[f32]>,
+    scratch: &mut HeadScratch,
+    z: &mut [f32],
+    z_stride: usize,
+) {
+    let (d, dh, stride, off) = (input.d, input.d_head, input.stride, input.offset);
+    let qkv = input.qkv;
+    let keys = &qkv[d + off..];
+    if dh % 8 == 0 {
+        // 8 x 8 blocks through registers.
+        for j in (0..64).step_by(8) {
+            for t in (0..dh).step_by(8) {
+                let rows: [L; 8] = std::array::from_fn(|u| L::load(&keys[(j + u) * stride + t..]));
+                for (u, row) in L::transpose8(rows).into_iter().enumerate() {
+                    row.store(&mut scratch.keys_t[(t + u) * 64 + j..]);
+                }
+            }
+        }
+    } else {
+        for j in 0..64 {
+            for t in 0..dh {
+                scratch.keys_t[t * 64 + j] = keys[j * stride + t];
+            }
+        }
+    }
+    let span = dh * BUCKETS;
+    let tables = shaw.map(|s| {
+        (
+            &s.rq_t[head * span..(head + 1) * span],
+            &s.rk_t[head * span..(head + 1) * span],
+            &s.bias[head * 4096..(head + 1) * 4096],
+        )
+    });
+    logits::<L>(
+        &mut scratch.logits,
+        &qkv[off..],
+        stride,
+        &scratch.keys_t,
+        dh,
+        tables,
+        bias,
+    );
+    let values = &qkv[2 * d + off..];
+    let rv = shaw.map(|s| &s.rv[head * span..(head + 1) * span]);
+    for i in 0..64 {
+        let out = &mut z[i * z_stride + off..i * z_stride + off + dh];
+        weighted_values::<L>(
+            out,
+            &scratch.logits[i * 64..i * 64 + 64],
+            values,
+            stride,
+            rv,
+            i,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::shaw::bucket;
+
+    #[test]
+    fn window_bases_give_every_bucket() {
+        for i in 0..64 {
+            for j in 0..64 {
+                assert_eq!(window_base(i) + 15 * (j / 8) + j % 8, bucket(i, j));
+            }
+            assert!(window_base(i) + WINDOW_SPAN <= BUCKETS);
+        }
+    }
+}

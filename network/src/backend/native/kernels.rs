@@ -1,0 +1,407 @@
+//! The native backend's arithmetic: matrix products through the `gemm` crate and the fused
+//! element-wise kernels around them (bias + activation, residual + norm, softmax).
+//!
+//! Every kernel here is `#[inline(always)]` and written as plain loops over slices, so that
+//! it is compiled into each instruction-set variant of the forward pass (see
+//! `super::NativeBackend::forward`); the activations run in [`Lanes`]. None calls a library
+//! `exp`.
+
+use super::simd::Lanes;
+
+/// `dst[rows, n] = src[rows, k] * w[k, n]` (all row-major, `w` laid out input-major at load),
+/// or `dst += ...` with `accumulate`. `src_stride` is the distance between rows of `src`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // a BLAS-style call: sizes, strides and the flag
+pub fn matmul(
+    dst: &mut [f32],
+    src: &[f32],
+    src_stride: usize,
+    w: &[f32],
+    rows: usize,
+    k: usize,
+    n: usize,
+    accumulate: bool,
+) {
+    assert!(n == 0 || w.len() >= k * n);
+    product(
+        dst,
+        (src, src_stride),
+        (w, n, 1),
+        (rows, k, n),
+        1.0,
+        accumulate,
+    );
+}
+
+/// `dst[rows, n] = scale * a[rows, k] * b[n, k]^T`: row `r` of `a` at `a[r * a_stride..]`,
+/// row `c` of `b` at `b[c * b_stride..]` (the policy's queries against its keys).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // a BLAS-style call: sizes, strides and the scale
+pub fn matmul_nt(
+    dst: &mut [f32],
+    a: &[f32],
+    a_stride: usize,
+    b: &[f32],
+    b_stride: usize,
+    rows: usize,
+    k: usize,
+    n: usize,
+    scale: f32,
+) {
+    assert!(n == 0 || b.len() >= (n - 1) * b_stride + k);
+    product(
+        dst,
+        (a, a_stride),
+        (b, 1, b_stride),
+        (rows, k, n),
+        scale,
+        false,
+    );
+}
+
+/// `dst[rows, n] (+)= scale * lhs[rows, k] * rhs[k, n]` through `gemm` on one thread: `lhs`
+/// with its row stride, `rhs` with its row and column strides. The caller has checked
+/// that `rhs`'s strides stay inside it.
+#[inline(always)]
+fn product(
+    dst: &mut [f32],
+    (lhs, lhs_rs): (&[f32], usize),
+    (rhs, rhs_rs, rhs_cs): (&[f32], usize, usize),
+    (rows, k, n): (usize, usize, usize),
+    scale: f32,
+    accumulate: bool,
+) {
+    assert!(dst.len() >= rows * n);
+    assert!(rows == 0 || lhs.len() >= (rows - 1) * lhs_rs + k);
+    if rows == 0 || n == 0 {
+        return;
+    }
+    // SAFETY: the asserts here and in the callers bound every index the strides reach;
+    // `dst` does not overlap `lhs` or `rhs` (a mutable borrow beside shared ones).
+    unsafe {
+        gemm::gemm(
+            rows,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            accumulate,
+            lhs.as_ptr(),
+            1,
+            lhs_rs as isize,
+            rhs.as_ptr(),
+            rhs_cs as isize,
+            rhs_rs as isize,
+            1.0,
+            scale,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+/// The constants of [`exp`], shared with its vector form (`super::simd`).
+pub mod exp_constants {
+    /// `log2(e)`.
+    pub const LOG2E: f32 = std::f32::consts::LOG2_E;
+    /// `ln 2` split in two for an exact reduction.
+    pub const LN2_HI: f32 = 0.693_359_4;
+    /// The rest of `ln 2`.
+    pub const LN2_LO: f32 = -2.121_944_4e-4;
+    /// Arguments are clamped to `[LOW, HIGH]` (the result stays finite and normal).
+    pub const LOW: f32 = -87.0;
+    /// See [`LOW`].
+    pub const HIGH: f32 = 88.0;
+    /// Cephes' `expf` polynomial, highest degree first.
+    pub const P: [f32; 6] = [
+        1.987_569_1e-4,
+        1.398_199_9e-3,
+        8.333_452e-3,
+        4.166_579_6e-2,
+        0.166_666_65,
+        0.5,
+    ];
+}
+
+/// `e^x` for `x` in f32, within about 2 ulp (Cephes' `expf` polynomial after reducing by
+/// `ln 2`); large arguments saturate instead of overflowing.
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    use exp_constants as c;
+    let x = x.clamp(c::LOW, c::HIGH);
+    let n = (x * c::LOG2E + 0.5).floor();
+    let r = (x - n * c::LN2_HI) - n * c::LN2_LO;
+    let mut p = c::P[0];
+    for &k in &c::P[1..] {
+        p = p * r + k;
+    }
+    let y = (p * r) * r + r + 1.0;
+    // 2^n through the exponent bits; n is in [-126, 127] after the clamp.
+    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    y * scale
+}
+
+/// Mish, `x tanh(softplus(x))`, written as `x n / (n + 2)` with `n = e^x (e^x + 2)` (the
+/// same function without a logarithm); from `x = 20` on it is `x` in f32, as libtorch's.
+#[inline(always)]
+pub fn mish(x: f32) -> f32 {
+    let e = exp(x.min(20.0));
+    let n = e * (e + 2.0);
+    x * n / (n + 2.0)
+}
+
+/// SiLU (swish), `x / (1 + e^-x)`.
+#[inline(always)]
+pub fn silu(x: f32) -> f32 {
+    x / (1.0 + exp(-x))
+}
+
+/// An activation after a product.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// None.
+    Identity,
+    /// [`mish`].
+    Mish,
+    /// [`silu`].
+    Silu,
+}
+
+impl Act {
+    #[inline(always)]
+    fn scalar(self, x: f32) -> f32 {
+        match self {
+            Act::Identity => x,
+            Act::Mish => mish(x),
+            Act::Silu => silu(x),
+        }
+    }
+
+    #[inline(always)]
+    fn lanes<L: Lanes>(self, x: L) -> L {
+        match self {
+            Act::Identity => x,
+            Act::Mish => mish_lanes(x),
+            Act::Silu => x.div(L::splat(1.0).add(L::zero().sub(x).exp())),
+        }
+    }
+}
+
+/// [`mish`] in lanes.
+#[inline(always)]
+pub fn mish_lanes<L: Lanes>(x: L) -> L {
+    let e = x.min(L::splat(20.0)).exp();
+    let n = e.mul(e.add(L::splat(2.0)));
+    x.mul(n).div(n.add(L::splat(2.0)))
+}
+
+/// Adds `bias` to every row of `x` (`[rows, width]`) and applies `act` in place.
+#[inline(always)]
+pub fn bias_act<L: Lanes>(x: &mut [f32], bias: Option<&[f32]>, width: usize, act: Act) {
+    if bias.is_none() && act == Act::Identity {
+        return;
+    }
+    for row in x.chunks_exact_mut(width) {
+        let mut c = 0;
+        while c + 8 <= width {
+            let mut v = L::load(&row[c..]);
+            if let Some(b) = bias {
+                v = v.add(L::load(&b[c..]));
+            }
+            act.lanes(v).store(&mut row[c..]);
+            c += 8;
+        }
+        for (k, v) in row.iter_mut().enumerate().skip(c) {
+            *v = act.scalar(*v + bias.map_or(0.0, |b| b[k]));
+        }
+    }
+}
+
+/// The normalisation after a residual sum.
+#[derive(Debug, Clone)]
+pub enum RowNorm {
+    /// RMSNorm with a gain.
+    Rms {
+        /// Gain `[d]`.
+        gain: Vec<f32>,
+    },
+    /// LayerNorm with a gain and a bias.
+    Layer {
+        /// Gain `[d]`.
+        gain: Vec<f32>,
+        /// Bias `[d]`.
+        bias: Vec<f32>,
+    },
+}
+
+/// Normalises one row in place with epsilon `eps`.
+#[inline(always)]
+pub fn norm_row(row: &mut [f32], norm: &RowNorm, eps: f32) {
+    let d = row.len() as f32;
+    match norm {
+        RowNorm::Rms { gain } => {
+            let ms = sum(row.iter().map(|v| v * v)) / d;
+            let s = 1.0 / (ms + eps).sqrt();
+            for (v, g) in row.iter_mut().zip(gain) {
+                *v = *v * s * g;
+            }
+        }
+        RowNorm::Layer { gain, bias } => {
+            layer_norm_row(row, gain, bias, eps);
+        }
+    }
+}
+
+/// LayerNorm of one row in place (biased variance, as libtorch's).
+#[inline(always)]
+pub fn layer_norm_row(row: &mut [f32], gain: &[f32], bias: &[f32], eps: f32) {
+    let d = row.len() as f32;
+    let mean = sum(row.iter().copied()) / d;
+    let var = sum(row.iter().map(|v| (v - mean) * (v - mean))) / d;
+    let s = 1.0 / (var + eps).sqrt();
+    for ((v, g), b) in row.iter_mut().zip(gain).zip(bias) {
+        *v = (*v - mean) * s * g + b;
+    }
+}
+
+/// `x = norm(x + alpha * (y + bias))` row by row: the residual sum of an encoder layer and
+/// the norm after it in one pass. `x` and `y` are `[rows, d]`.
+#[inline(always)]
+pub fn residual_norm(x: &mut [f32], y: &[f32], bias: &[f32], alpha: f32, norm: &RowNorm, eps: f32) {
+    let d = bias.len();
+    for (xr, yr) in x.chunks_exact_mut(d).zip(y.chunks_exact(d)) {
+        for ((xv, yv), b) in xr.iter_mut().zip(yr).zip(bias) {
+            *xv += alpha * (yv + b);
+        }
+        norm_row(xr, norm, eps);
+    }
+}
+
+/// A sum in eight lanes, so that it vectorises without reassociating the caller's loop.
+#[inline(always)]
+pub fn sum(values: impl Iterator<Item = f32>) -> f32 {
+    let mut lanes = [0f32; 8];
+    for (i, v) in values.enumerate() {
+        lanes[i % 8] += v;
+    }
+    lanes.iter().sum()
+}
+
+/// Softmax of one row in place.
+#[inline(always)]
+pub fn softmax_row(row: &mut [f32]) {
+    let mut max = [f32::NEG_INFINITY; 8];
+    for c in row.chunks(8) {
+        for (m, &v) in max.iter_mut().zip(c) {
+            *m = m.max(v);
+        }
+    }
+    let max = max.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    for v in row.iter_mut() {
+        *v = exp(*v - max);
+    }
+    let inv = 1.0 / sum(row.iter().copied());
+    for v in row.iter_mut() {
+        *v *= inv;
+    }
+}
+
+/// The dot product of two equal-length slices, in eight lanes.
+#[inline(always)]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        for l in 0..8 {
+            lanes[l] += x[l] * y[l];
+        }
+    }
+    let tail: f32 = ar.iter().zip(br).map(|(x, y)| x * y).sum();
+    lanes.iter().sum::<f32>() + tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_is_within_a_few_ulp_of_the_library_exp() {
+        let mut worst = 0f32;
+        for i in -8000..8000 {
+            let x = i as f32 * 0.01;
+            let (got, want) = (exp(x), x.exp());
+            worst = worst.max(((got - want) / want).abs());
+        }
+        assert!(worst < 4e-7, "worst relative error {worst}");
+        assert!(exp(-200.0) < 1e-37 && exp(200.0).is_finite());
+    }
+
+    #[test]
+    fn mish_and_silu_match_their_definitions() {
+        for i in -400..400 {
+            let x = i as f32 * 0.07;
+            let softplus = (1.0 + (x as f64).exp()).ln();
+            let want = x as f64 * softplus.tanh();
+            assert!(
+                (mish(x) as f64 - want).abs() < 1e-6 * (1.0 + want.abs()),
+                "mish({x})"
+            );
+            let want = x as f64 / (1.0 + (-x as f64).exp());
+            assert!(
+                (silu(x) as f64 - want).abs() < 1e-6 * (1.0 + want.abs()),
+                "silu({x})"
+            );
+        }
+        assert_eq!(mish(50.0), 50.0);
+    }
+
+    #[test]
+    fn softmax_and_norms_match_direct_formulas() {
+        let mut row: Vec<f32> = (0..64)
+            .map(|i| ((i * 37) % 11) as f32 * 0.3 - 1.0)
+            .collect();
+        let orig = row.clone();
+        softmax_row(&mut row);
+        let z: f64 = orig.iter().map(|&v| (v as f64).exp()).sum();
+        for (p, v) in row.iter().zip(&orig) {
+            assert!((*p as f64 - (*v as f64).exp() / z).abs() < 1e-7);
+        }
+        let gain: Vec<f32> = (0..64).map(|i| 1.0 + i as f32 * 0.01).collect();
+        let bias: Vec<f32> = (0..64).map(|i| i as f32 * -0.02).collect();
+        let mut ln = orig.clone();
+        layer_norm_row(&mut ln, &gain, &bias, 1e-6);
+        let mean = orig.iter().map(|&v| v as f64).sum::<f64>() / 64.0;
+        let var = orig.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / 64.0;
+        for i in 0..64 {
+            let want =
+                (orig[i] as f64 - mean) / (var + 1e-6).sqrt() * gain[i] as f64 + bias[i] as f64;
+            assert!((ln[i] as f64 - want).abs() < 1e-5, "layer norm {i}");
+        }
+        let mut rms = orig.clone();
+        norm_row(&mut rms, &RowNorm::Rms { gain: gain.clone() }, 1e-6);
+        let ms = orig.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / 64.0;
+        for i in 0..64 {
+            let want = orig[i] as f64 / (ms + 1e-6).sqrt() * gain[i] as f64;
+            assert!((rms[i] as f64 - want).abs() < 1e-5, "rms norm {i}");
+        }
+    }
+
+    #[test]
+    fn matmul_matches_a_direct_product() {
+        let (rows, k, n) = (5, 7, 9);
+        let src: Vec<f32> = (0..rows * 10).map(|i| (i % 13) as f32 - 6.0).collect();
+        let w: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.5).collect();
+        let mut dst = vec![1.0; rows * n];
+        matmul(&mut dst, &src, 10, &w, rows, k, n, true);
+        for r in 0..rows {
+            for c in 0..n {
+                let want: f32 = 1.0 + (0..k).map(|j| src[r * 10 + j] * w[j * n + c]).sum::<f32>();
+                assert_eq!(dst[r * n + c], want);
+            }
+        }
+    }
+}
