@@ -66,7 +66,7 @@ struct Scratch {
     val_e: Vec<f32>,
     val_h: Vec<f32>,
     /// Smolgen: compressed squares `[rows, compress]`, hidden `[block, hidden]`, generator
-    /// inputs `[block, heads * gen]`, one position's biases `[heads, 4096]`.
+    /// inputs `[block, heads * gen]`, the biases `[block, heads, 4096]`.
     sg_c: Vec<f32>,
     sg_h: Vec<f32>,
     sg_g: Vec<f32>,
@@ -119,7 +119,7 @@ impl NativeBackend {
             sg_c: vec![0.0; sg(rows * s.smolgen_compress)],
             sg_h: vec![0.0; sg(block * s.smolgen_hidden)],
             sg_g: vec![0.0; sg(block * config.heads * s.smolgen_gen)],
-            sg_bias: vec![0.0; sg(config.heads * 4096)],
+            sg_bias: vec![0.0; sg(block * config.heads * 4096)],
             head: HeadScratch::new(config.d_head()),
         };
         let mut shapes: Vec<(String, Vec<i64>)> = weights
@@ -211,18 +211,16 @@ impl NativeBackend {
                 for row in g.chunks_exact_mut(h * gen_size) {
                     layer_norm_row(row, &sg.ln2.0, &sg.ln2.1, SMOLGEN_EPS as f32);
                 }
+                // Every head of every position of the block through the generator in one
+                // product, which reads the generator once a block (its rows round as a lone
+                // position's: `a_position_evaluates_the_same_alone_and_in_any_batch`).
+                if let Some(gen_t) = w.smolgen_gen_t.as_deref() {
+                    let bias = &mut s.sg_bias[..nb * h * 4096];
+                    matmul(bias, g, gen_size, gen_t, nb * h, gen_size, 4096, false);
+                }
             }
-            let gen_t = w.smolgen_gen_t.as_deref();
+            let bias = matches!(layer.position, PositionW::Smolgen(_));
             for p in 0..nb {
-                let bias = match (&layer.position, gen_t) {
-                    (PositionW::Smolgen(_), Some(gen_t)) => {
-                        let gen_size = cfg.attention.smolgen_gen;
-                        let g = &s.sg_g[p * h * gen_size..(p + 1) * h * gen_size];
-                        matmul(&mut s.sg_bias, g, gen_size, gen_t, h, gen_size, 4096, false);
-                        true
-                    }
-                    _ => false,
-                };
                 let shaw = match &layer.position {
                     PositionW::Shaw(t) => Some(t),
                     _ => None,
@@ -236,7 +234,8 @@ impl NativeBackend {
                         d,
                         d_head: dh,
                     };
-                    let b = bias.then(|| &s.sg_bias[head * 4096..(head + 1) * 4096]);
+                    let at = (p * h + head) * 4096;
+                    let b = bias.then(|| &s.sg_bias[at..at + 4096]);
                     attend_head::<L>(&input, head, shaw, b, &mut s.head, z, d);
                 }
             }
@@ -282,7 +281,8 @@ impl NativeBackend {
         matmul(ve, x, d, &vw.embed.w, rows, d, vc, false);
         bias_act::<L>(ve, vw.embed.b.as_deref(), vc, Act::Mish);
         let hv = &mut s.val_h[..nb * vh];
-        // One position at a time, so that its value does not depend on the block it is in.
+        // One position at a time: `gemm` sums a product of one row in another order than one of
+        // several, and a position's value must not depend on the block it is in.
         for p in 0..nb {
             let (src, dst) = (&ve[p * 64 * vc..][..64 * vc], &mut hv[p * vh..][..vh]);
             matmul(dst, src, 64 * vc, &vw.fc1.w, 1, 64 * vc, vh, false);
