@@ -231,6 +231,49 @@ fn the_uci_engine_reloads_the_net_in_the_precision_option() {
 }
 
 #[test]
+fn the_uci_engine_serves_the_net_on_the_backend_option() {
+    let tmp = tempfile::tempdir().unwrap();
+    let net = save_micro_net(tmp.path());
+    let args = ["uci", "--device", "cpu", "--net", net.to_str().unwrap()];
+    let mut engine = UciEngine::start(&args, &[("CFZERO_CPU_BF16", "0")]);
+    engine.send("uci");
+    let options = engine.until("uciok");
+    assert!(
+        options.iter().any(|l| l
+            == "option name Backend type combo default auto var auto var tch var native var material"),
+        "{options:?}"
+    );
+    // auto, f32 on the CPU: the native pass; then each choice reloads the net on its backend.
+    for (value, name) in [
+        (None, "native"),
+        (Some("tch"), "libtorch"),
+        (Some("material"), "material"),
+    ] {
+        if let Some(v) = value {
+            engine.send(format!("setoption name Backend value {v}"));
+        }
+        engine.send("isready");
+        let seen = engine.until("readyok");
+        assert!(
+            seen.iter()
+                .any(|l| *l == format!("info string backend {name}")),
+            "{value:?}: {seen:?}"
+        );
+        engine.send("go nodes 8");
+        engine.until("bestmove");
+    }
+    engine.send("setoption name Backend value onnx");
+    engine.send("isready");
+    let seen = engine.until("readyok");
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("info string ignored: Backend: unknown backend `onnx`")),
+        "{seen:?}"
+    );
+    engine.quit();
+}
+
+#[test]
 fn bench_nn_reports_both_precisions_and_the_accuracy_of_bf16() {
     let args = [
         "bench",
