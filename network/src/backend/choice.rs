@@ -3,8 +3,10 @@
 //!
 //! `auto` takes the native backend on a CPU when the net runs in f32, and libtorch
 //! otherwise (a CUDA device, or bf16 on a CPU with native bf16 products, which the native
-//! backend does not compute). Measured on one thread (BENCHMARKS.md, "Native backend"):
-//! the native pass is faster than libtorch's f32 at every batch of every preset's net.
+//! backend does not compute). Measured on one thread of an AVX2 CPU (BENCHMARKS.md, "Native
+//! backend"): the native pass is 1.3 to 5.4 times libtorch's f32 at batches 1 to 256 of tiny,
+//! lc0-bt-tiny and cf6m. Native against libtorch's bf16 on an `avx512_bf16` CPU is not
+//! measured yet, so `auto` keeps bf16 there.
 
 use std::fmt;
 use std::str::FromStr;
