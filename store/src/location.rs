@@ -21,10 +21,18 @@ const OBJECT_SCHEMES: [&str; 7] = ["s3", "s3a", "gs", "az", "adl", "azure", "abf
 impl RunLocation {
     /// Parses `--run`: a path, a `file://` URL, or an object store URL with a bucket.
     pub fn parse(text: &str) -> Result<RunLocation, StoreError> {
+        let bad = |why: String| StoreError::BadLocation(format!("{text}: {why}"));
         let Some((scheme, rest)) = text.split_once("://") else {
+            // `s3:/bucket/x` (one slash) is a mistyped URL, not a directory named `s3:`.
+            if let Some((scheme, _)) = text.split_once(':')
+                && (scheme == "file" || OBJECT_SCHEMES.contains(&scheme))
+            {
+                return Err(bad(format!(
+                    "two slashes are missing after `{scheme}:`: write it as {scheme}://..."
+                )));
+            }
             return Ok(RunLocation::Local(PathBuf::from(text)));
         };
-        let bad = |why: String| StoreError::BadLocation(format!("{text}: {why}"));
         if scheme == "file" {
             return Ok(RunLocation::Local(PathBuf::from(rest)));
         }
@@ -72,7 +80,19 @@ mod tests {
         let s3 = RunLocation::parse("s3://bucket/runs/x").unwrap();
         assert!(s3.is_object_store());
         assert_eq!(s3.to_string(), "s3://bucket/runs/x");
-        for bad in ["ftp://host/x", "s3:///x", "http://x/y"] {
+        // A local directory may hold a colon; only a storage scheme before it is refused.
+        assert_eq!(
+            RunLocation::parse("runs/a:b").unwrap(),
+            RunLocation::Local("runs/a:b".into())
+        );
+        for bad in [
+            "ftp://host/x",
+            "s3:///x",
+            "http://x/y",
+            "s3:/bucket/x",
+            "gs:bucket/x",
+            "file:/tmp/r",
+        ] {
             let e = RunLocation::parse(bad).unwrap_err();
             assert!(e.is_user_error(), "{bad}: {e}");
             assert!(e.to_string().contains(bad), "{bad}: {e}");
