@@ -111,6 +111,45 @@ pub trait Backend: Send {
     fn reload(&mut self, weights: &NamedWeights) -> Result<(), BackendError>;
 }
 
+/// Checks that `weights` fit a served net whose tensors have the shapes `served` (by name):
+/// the same number of tensors, each one served, of the served shape, with as many values as
+/// its shape holds. Both net backends check a reload with it before touching their weights.
+fn check_fit(
+    weights: &NamedWeights,
+    served: impl Fn(&str) -> Option<Vec<i64>>,
+    served_count: usize,
+) -> Result<(), BackendError> {
+    if served_count != weights.tensors.len() {
+        return Err(BackendError::Weights(format!(
+            "{} tensors published, {served_count} served",
+            weights.tensors.len()
+        )));
+    }
+    for (name, shape, values) in &weights.tensors {
+        match served(name) {
+            Some(s) if s == *shape => {}
+            Some(s) => {
+                return Err(BackendError::Weights(format!(
+                    "tensor `{name}` has shape {shape:?}, served {s:?}"
+                )));
+            }
+            None => {
+                return Err(BackendError::Weights(format!(
+                    "tensor `{name}` is not in the served net"
+                )));
+            }
+        }
+        let numel: i64 = shape.iter().product();
+        if numel as usize != values.len() {
+            return Err(BackendError::Weights(format!(
+                "tensor `{name}` has {} values for shape {shape:?}",
+                values.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Checks that `inputs` holds `n` positions.
 fn check_inputs(inputs: &[f32], n: usize) -> Result<(), BackendError> {
     if inputs.len() == n * INPUT_FLOATS {

@@ -2,7 +2,9 @@
 
 use tch::{Kind, Tensor};
 
-use super::{Backend, BackendError, BackendOutputs, Capabilities, NamedWeights, check_inputs};
+use super::{
+    Backend, BackendError, BackendOutputs, Capabilities, NamedWeights, check_fit, check_inputs,
+};
 use crate::inference::INPUT_FLOATS;
 use crate::model::Net;
 use crate::precision::kind_name;
@@ -104,36 +106,7 @@ impl Backend for TchBackend {
 
     fn reload(&mut self, weights: &NamedWeights) -> Result<(), BackendError> {
         let vars = self.net.vs.variables();
-        if vars.len() != weights.tensors.len() {
-            return Err(BackendError::Weights(format!(
-                "{} tensors published, {} served",
-                weights.tensors.len(),
-                vars.len()
-            )));
-        }
-        for (name, shape, values) in &weights.tensors {
-            match vars.get(name) {
-                Some(v) if v.size() == *shape => {}
-                Some(v) => {
-                    return Err(BackendError::Weights(format!(
-                        "tensor `{name}` has shape {shape:?}, served {:?}",
-                        v.size()
-                    )));
-                }
-                None => {
-                    return Err(BackendError::Weights(format!(
-                        "tensor `{name}` is not in the served net"
-                    )));
-                }
-            }
-            let numel: i64 = shape.iter().product();
-            if numel as usize != values.len() {
-                return Err(BackendError::Weights(format!(
-                    "tensor `{name}` has {} values for shape {shape:?}",
-                    values.len()
-                )));
-            }
-        }
+        check_fit(weights, |name| vars.get(name).map(|v| v.size()), vars.len())?;
         let device = self.net.device();
         tch::no_grad(|| {
             for (name, shape, values) in &weights.tensors {

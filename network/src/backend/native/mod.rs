@@ -25,7 +25,9 @@ use kernels::{Act, bias_act, layer_norm_row, matmul, matmul_nt, mish_lanes, resi
 use simd::Lanes;
 use weights::{NativeWeights, PositionW};
 
-use super::{Backend, BackendError, BackendOutputs, Capabilities, NamedWeights, check_inputs};
+use super::{
+    Backend, BackendError, BackendOutputs, Capabilities, NamedWeights, check_fit, check_inputs,
+};
 use crate::config::NetworkConfig;
 use crate::encoding::{PLANES, POLICY_SIZE};
 use crate::inference::INPUT_FLOATS;
@@ -369,27 +371,11 @@ impl Backend for NativeBackend {
     }
 
     fn reload(&mut self, weights: &NamedWeights) -> Result<(), BackendError> {
-        if weights.tensors.len() != self.shapes.len() {
-            return Err(BackendError::Weights(format!(
-                "{} tensors published, {} served",
-                weights.tensors.len(),
-                self.shapes.len()
-            )));
-        }
-        for (name, shape, _) in &weights.tensors {
-            let at = self
-                .shapes
-                .binary_search_by(|(n, _)| n.as_str().cmp(name))
-                .map_err(|_| {
-                    BackendError::Weights(format!("tensor `{name}` is not in the served net"))
-                })?;
-            if self.shapes[at].1 != *shape {
-                return Err(BackendError::Weights(format!(
-                    "tensor `{name}` has shape {shape:?}, served {:?}",
-                    self.shapes[at].1
-                )));
-            }
-        }
+        let served = |name: &str| {
+            let at = self.shapes.binary_search_by(|(n, _)| n.as_str().cmp(name));
+            at.ok().map(|at| self.shapes[at].1.clone())
+        };
+        check_fit(weights, served, self.shapes.len())?;
         self.weights = NativeWeights::new(&self.config, weights)?;
         Ok(())
     }
