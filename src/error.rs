@@ -28,11 +28,17 @@ pub fn user_error(msg: impl fmt::Display) -> anyhow::Error {
     anyhow::Error::new(UserError(msg.to_string()))
 }
 
+/// Whether `err` is the user's to fix: a [`UserError`], or a store error that is (wrong
+/// credentials, no such bucket, a bad location).
+pub fn is_user_error(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<UserError>().is_some()
+            || e.downcast_ref::<cfzero_store::StoreError>()
+                .is_some_and(cfzero_store::StoreError::is_user_error)
+    })
+}
+
 /// Exit code for an error: 2 for the user's input, 1 otherwise.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if err.chain().any(|e| e.downcast_ref::<UserError>().is_some()) {
-        2
-    } else {
-        1
-    }
+    if is_user_error(err) { 2 } else { 1 }
 }

@@ -130,6 +130,8 @@ fn sample_record(plies: usize, start_fen: Option<&str>) -> GameRecord {
             network_q: 0.1,
             root_q: -0.2,
             root_d: 0.3,
+            best: (ply % k) as u8,
+            best_d: 0.4,
             best_q: 0.05,
             played_q: 0.0,
             policy_q: 0.02,

@@ -41,6 +41,8 @@ enum Command {
     Export(commands::export::ExportArgs),
     /// Export a run's games as training data for other tools (Lc0's V6 format).
     ExportData(commands::export_data::ExportDataArgs),
+    /// Label positions with a UCI engine's values (a teacher for `--data teacher:FILE`).
+    Label(commands::label::LabelArgs),
     /// Import an Lc0 attention-body net.
     Import(commands::import::ImportArgs),
     /// Measure search, inference, self-play and training speed.
@@ -66,6 +68,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Export(args) => commands::export::run(&args),
         Command::ExportData(args) => commands::export_data::run(&args),
         Command::Import(args) => commands::import::run(&args),
+        Command::Label(args) => commands::label::run(&args),
     }
 }
 

@@ -271,6 +271,8 @@ fn debug_targets_scores_each_value_against_the_results() {
         network_q: 0.0,
         root_q,
         root_d: 0.0,
+        best: 0,
+        best_d: 0.0,
         best_q,
         played_q: best_q,
         policy_q: best_q,

@@ -93,6 +93,9 @@ pub struct SearchResult<M> {
     pub network_wdl: [f32; 3],
     /// Q of the chosen move for the side to move (its completed Q if never visited).
     pub best_q: f32,
+    /// Draw probability of the chosen move (the root's where it was never visited): with
+    /// `best_q`, the W/D/L of best play.
+    pub best_d: f32,
     /// Completed Q of every root move for the side to move (v_mix where never visited;
     /// the exact value of a proven move, visited or not).
     pub q: Vec<f32>,
@@ -494,6 +497,7 @@ impl<G: Game> Search<G> {
                 .tree
                 .edge_q(best)
                 .unwrap_or_else(|| v_mix(&self.tree, ROOT)),
+            best_d: self.tree.edge_d(best).unwrap_or(d),
             q: completed_q.clone(),
             policy_q: match root.proof {
                 Some(proof) => proof.value(),

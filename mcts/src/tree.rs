@@ -265,6 +265,16 @@ impl<M: Copy> Tree<M> {
             .map(|c| -c.value())
     }
 
+    /// Draw probability of the move along `edge` (its child's mean, or its proof's), if the
+    /// child was visited or proven.
+    pub fn edge_d(&self, edge: usize) -> Option<f32> {
+        self.child(edge).and_then(|c| match c.proof {
+            Some(proof) => Some(proof.draw()),
+            None if c.visits > 0 => Some(c.draw()),
+            None => None,
+        })
+    }
+
     /// Bytes the arena has allocated: node and edge capacity times their sizes.
     pub fn arena_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()

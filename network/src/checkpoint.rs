@@ -341,8 +341,7 @@ pub fn save_optimizer(opt: &NAdam, extra_json: &str, path: &Path) -> Result<(), 
         named.push((format!("m.{i:05}"), m.shallow_clone()));
         named.push((format!("v.{i:05}"), v.shallow_clone()));
     }
-    let state =
-        serde_json::json!({ "step": opt.step, "mu_product": opt.mu_product, "config": opt.config });
+    let state = serde_json::json!({ "step": opt.step, "moment_steps": opt.moment_steps, "mu_product": opt.mu_product, "config": opt.config });
     let metadata = HashMap::from([
         (FORMAT_KEY.to_owned(), OPTIMIZER_FORMAT.to_owned()),
         ("cfzero.optimizer".to_owned(), state.to_string()),
@@ -375,6 +374,8 @@ pub fn load_optimizer(opt: &mut NAdam, path: &Path) -> Result<String, Checkpoint
     }
     copy_checked(path, &parsed, &targets, |_| false)?;
     opt.step = step;
+    // Files before `moment_steps` existed: the moments have been accumulating since step 0.
+    opt.moment_steps = state["moment_steps"].as_u64().unwrap_or(step);
     opt.mu_product = mu_product;
     Ok(parsed
         .metadata

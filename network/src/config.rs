@@ -196,6 +196,10 @@ pub struct LossWeights {
     pub st_categorical: f64,
     /// Huber loss of the moves-left head.
     pub moves_left: f64,
+    /// Not a weight: the width, in buckets, of the HL-Gauss label smoothing of the
+    /// categorical value targets (`q`, `st`); 0 (the default) trains them on two-hot
+    /// targets. ChessBench's 0.75 suits labels from a teacher (docs/METHODS.md, "Teacher").
+    pub hl_gauss_sigma: f64,
 }
 
 impl Default for LossWeights {
@@ -211,6 +215,7 @@ impl Default for LossWeights {
             st_error: 1.0,
             st_categorical: 0.1,
             moves_left: 1.0,
+            hl_gauss_sigma: 0.0,
         }
     }
 }

@@ -38,6 +38,23 @@ fn nadam_matches_hand_computed_steps() {
     assert_eq!(opt.step, 2);
 }
 
+/// A run that goes on from a published net without its optimizer state keeps its step (the
+/// learning-rate schedule) but starts its moments from zero: the first update must be the
+/// hand-computed first step above, not one bias-corrected as if the zero moments had run
+/// 5,000 steps (about 7x too large, issue 33).
+#[test]
+fn fresh_moments_at_a_late_step_take_a_first_step() {
+    let p = param(&[1.0, -2.0]);
+    let mut opt = NAdam::new(vec![p.shallow_clone()], NAdamConfig::default());
+    opt.step = 5_000;
+    set_grad(&p, &[0.5, -1.5]);
+    opt.step(0.1);
+    let got = Vec::<f64>::try_from(&p).unwrap();
+    assert!((got[0] - 0.8943548432934925).abs() < 1e-12, "{got:?}");
+    assert!((got[1] - -1.8943548292074726).abs() < 1e-12, "{got:?}");
+    assert_eq!((opt.step, opt.moment_steps), (5_001, 1));
+}
+
 #[test]
 fn clipping_scales_the_global_norm_to_the_limit() {
     let a = param(&[3.0, 0.0]);

@@ -2,7 +2,9 @@
 
 mod net_support;
 
-use cfzero_network::loss::{soft_target, two_hot};
+use cfzero_network::loss::{
+    MOVES_LEFT_HUBER_DELTA, MOVES_LEFT_SCALE, hl_gauss, soft_target, two_hot,
+};
 use cfzero_network::optim::{LrSchedule, NAdam, NAdamConfig, clip_grad_norm};
 use cfzero_network::{LossWeights, Net, loss};
 use net_support::{preset, synthetic_batch};
@@ -29,6 +31,85 @@ fn two_hot_puts_mass_on_the_neighbouring_buckets() {
     );
     let sums = t.sum_dim_intlist(-1, false, Kind::Float);
     assert!((sums - 1.0).abs().max().double_value(&[]) < 1e-6);
+}
+
+/// HL-Gauss against the direct formula, computed independently: the normal density
+/// integrated over each bucket by Simpson's rule, renormalised over the 32 buckets' span.
+#[test]
+fn hl_gauss_is_the_normal_mass_of_each_bucket() {
+    let width = 2.0 / 31.0;
+    for (value, sigma) in [(0.3f64, 0.75f64), (-0.97, 0.75), (1.0, 2.0), (0.0, 0.3)] {
+        let t = hl_gauss(&Tensor::from_slice(&[value as f32]), sigma);
+        let s = sigma * width;
+        let density = |x: f64| (-((x - value) / s).powi(2) / 2.0).exp();
+        let mass = |a: f64, b: f64| {
+            let n = 2000;
+            let h = (b - a) / n as f64;
+            (0..=n)
+                .map(|i| {
+                    let c = if i == 0 || i == n {
+                        1.0
+                    } else if i % 2 == 1 {
+                        4.0
+                    } else {
+                        2.0
+                    };
+                    c * density(a + i as f64 * h)
+                })
+                .sum::<f64>()
+                * h
+                / 3.0
+        };
+        let edges: Vec<f64> = (0..=32)
+            .map(|k| -1.0 - width / 2.0 + k as f64 * width)
+            .collect();
+        let masses: Vec<f64> = edges.windows(2).map(|e| mass(e[0], e[1])).collect();
+        let total: f64 = masses.iter().sum();
+        for (k, m) in masses.iter().enumerate() {
+            let got = t.double_value(&[0, k as i64]);
+            assert!(
+                (got - m / total).abs() < 2e-5,
+                "value {value}, sigma {sigma}, bucket {k}: {got} against {}",
+                m / total
+            );
+        }
+    }
+}
+
+/// A batch whose plies left are NaN for some positions: the moves-left loss is the Huber
+/// loss of the others alone (all NaN: zero), and the total stays finite.
+#[test]
+fn unknown_plies_left_train_nothing() {
+    tch::manual_seed(3);
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let mut batch = synthetic_batch(4, 20, 5);
+    let out = net.forward(&batch.inputs);
+    let known = Tensor::from_slice(&[12.0f32, f32::NAN, 40.0, f32::NAN]);
+    batch.moves_left = known.shallow_clone();
+    let terms = loss(&out, &batch, &LossWeights::default());
+    let ml = out.moves_left.as_ref().unwrap();
+    let mut expect = 0.0;
+    for (i, plies) in [(0i64, 12.0f64), (2, 40.0)] {
+        let d = (ml.double_value(&[i]) - plies / MOVES_LEFT_SCALE).abs();
+        let h = MOVES_LEFT_HUBER_DELTA;
+        expect += if d <= h {
+            0.5 * d * d
+        } else {
+            h * (d - 0.5 * h)
+        };
+    }
+    expect /= 2.0;
+    assert!(
+        (terms.moves_left - expect).abs() < 1e-6,
+        "{} against {expect}",
+        terms.moves_left
+    );
+    assert!(terms.total_value.is_finite());
+    batch.moves_left = Tensor::from_slice(&[f32::NAN; 4]);
+    let terms = loss(&out, &batch, &LossWeights::default());
+    assert_eq!(terms.moves_left, 0.0);
+    assert!(terms.total_value.is_finite());
+    terms.total.backward();
 }
 
 #[test]

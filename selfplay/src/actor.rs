@@ -255,6 +255,8 @@ fn step_game(
         network_q: res.network_value,
         root_q: res.value,
         root_d: res.wdl[1],
+        best: u8::try_from(best).expect("at most 218 legal moves"),
+        best_d: res.best_d,
         best_q: res.best_q,
         played_q,
         policy_q: res.policy_q,
@@ -361,8 +363,15 @@ fn finish(
     for (p, &v) in slot.positions.iter_mut().zip(st.iter()) {
         p.st = v;
     }
-    let resign_false_positive = slot.would_resign.map(|side| result.value_for(side) >= 0.0);
-    let resign_samples = if slot.playthrough {
+    // A game drawn only by the length cap says nothing about a resignation: the side that
+    // would have resigned may well have lost had the game gone on. Such games count as
+    // unknown, neither right nor wrong.
+    let known = termination != Termination::MaxPlies;
+    let resign_false_positive = slot
+        .would_resign
+        .filter(|_| known)
+        .map(|side| result.value_for(side) >= 0.0);
+    let resign_samples = if slot.playthrough && known {
         [Color::White, Color::Black]
             .into_iter()
             .filter(|&c| slot.resign.score(c).is_finite())
@@ -392,6 +401,17 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
+    /// A game slot of the start position with a tracker that resigns after one low value.
+    fn test_slot(playthrough: bool, would_resign: Option<Color>) -> Slot {
+        Slot {
+            start_fen: None,
+            positions: Vec::new(),
+            playthrough,
+            would_resign,
+            resign: ResignTracker::new(1),
+        }
+    }
+
     #[test]
     fn sampling_never_draws_a_proven_loss_while_another_move_is_open() {
         let policy = [0.9, 0.06, 0.04];
@@ -412,17 +432,127 @@ mod tests {
         assert!(firsts > 400, "{firsts}");
     }
 
+    /// The record of a searched position keeps the chosen move's value and draw share as
+    /// best play (not the root mean's), the chosen move, and the played one, which differs
+    /// from it when sampled at a temperature.
+    #[test]
+    fn a_position_records_the_chosen_moves_value_and_draw_share() {
+        let mut state = ChessState::new();
+        let mut moves = Vec::new();
+        cfzero_mcts::Game::legal_moves(&state, &mut moves);
+        let n = moves.len();
+        let mut policy = vec![0.0; n];
+        policy[3] = 1.0;
+        let res = SearchResult {
+            best_move: moves[3],
+            moves: moves.clone(),
+            visits: vec![1; n],
+            policy,
+            value: -0.4,
+            wdl: [0.1, 0.4, 0.5],
+            proven: None,
+            network_value: 0.0,
+            network_wdl: [0.0, 1.0, 0.0],
+            best_q: 0.3,
+            best_d: 0.6,
+            q: vec![0.0; n],
+            policy_q: 0.2,
+            move_outcomes: vec![None; n],
+            simulations: 16,
+            nodes: 17,
+        };
+        let mut slot = test_slot(false, None);
+        // Past the temperature plies: the chosen move is played.
+        let config = SelfplayConfig {
+            temperature_plies: 0,
+            resign_threshold: None,
+            ..SelfplayConfig::default()
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        step_game(&config, &mut state, &mut slot, &res, true, &mut rng);
+        let p = &slot.positions[0];
+        assert_eq!((p.best_q, p.best_d, p.best, p.played), (0.3, 0.6, 3, 3));
+        assert_eq!((p.root_q, p.root_d, p.policy_q), (-0.4, 0.4, 0.2));
+        // Within them a move is sampled from a policy that never picks the chosen one.
+        let config = SelfplayConfig {
+            temperature_plies: 100,
+            temperature: 1.0,
+            resign_threshold: None,
+            ..SelfplayConfig::default()
+        };
+        let mut policy = vec![0.0; 20];
+        policy[7] = 1.0;
+        let mut state = ChessState::new();
+        step_game(
+            &config,
+            &mut state,
+            &mut slot,
+            &SearchResult {
+                policy,
+                ..res.clone()
+            },
+            true,
+            &mut rng,
+        );
+        let p = &slot.positions[1];
+        assert_eq!((p.best, p.played, p.best_q, p.best_d), (3, 7, 0.3, 0.6));
+
+        // Resignation reads full searches only: a cheap search's hopeless value neither
+        // resigns nor counts towards the streak; a full one does.
+        let config = SelfplayConfig {
+            temperature_plies: 0,
+            resign_threshold: Some(-0.9),
+            ..SelfplayConfig::default()
+        };
+        let hopeless = SearchResult {
+            best_q: -0.99,
+            ..res
+        };
+        let mut slot = test_slot(false, None);
+        let mut state = ChessState::new();
+        let end = step_game(&config, &mut state, &mut slot, &hopeless, false, &mut rng);
+        assert_eq!(end, None);
+        assert!(slot.resign.score(Color::White).is_infinite());
+        let mut state = ChessState::new();
+        let end = step_game(&config, &mut state, &mut slot, &hopeless, true, &mut rng);
+        assert_eq!(
+            end,
+            Some((GameResult::win_for(Color::Black), Termination::Resignation))
+        );
+    }
+
+    /// A playthrough game drawn at the length cap is no evidence about resignation: it gives
+    /// neither a false positive nor calibration samples; drawn by a rule, it does.
+    #[test]
+    fn a_capped_game_is_no_false_resignation() {
+        let run = |termination| {
+            let mut slot = test_slot(true, Some(Color::White));
+            slot.resign.observe(Color::White, -0.97);
+            slot.resign.observe(Color::Black, 0.9);
+            finish(
+                slot,
+                &ChessState::new(),
+                GameResult::Draw,
+                termination,
+                0,
+                &mut Vec::new(),
+                &mut Vec::new(),
+            )
+        };
+        let capped = run(Termination::MaxPlies);
+        assert_eq!(capped.resign_false_positive, None);
+        assert!(capped.resign_samples.is_empty());
+        let drawn = run(Termination::ThreefoldRepetition);
+        assert_eq!(drawn.resign_false_positive, Some(true));
+        assert_eq!(drawn.resign_samples.len(), 2);
+        assert!(drawn.resign_samples.iter().all(|s| !s.lost));
+    }
+
     /// A game of two plies whose best-play values are `best_q`, ended as `termination`.
     fn finished(best_q: [f32; 2], result: GameResult, termination: Termination) -> GameRecord {
         let mut state = ChessState::new();
         let mut moves = Vec::new();
-        let mut slot = Slot {
-            start_fen: None,
-            positions: Vec::new(),
-            playthrough: false,
-            would_resign: None,
-            resign: ResignTracker::new(1),
-        };
+        let mut slot = test_slot(false, None);
         for q in best_q {
             cfzero_mcts::Game::legal_moves(&state, &mut moves);
             slot.positions.push(PositionRecord {

@@ -21,7 +21,9 @@ use crate::result::{GameResult, Termination};
 pub const RECORD_MAGIC: [u8; 4] = *b"CFZG";
 /// Format version written by this code. Version 2 added [`PositionRecord::policy_q`];
 /// version 1 files (runs started before it) are still read, with `policy_q = best_q`.
-pub const RECORD_VERSION: u8 = 2;
+/// Version 3 added [`PositionRecord::best_d`] and [`PositionRecord::best`]; older files are
+/// read with `best_d = root_d` and `best = played`.
+pub const RECORD_VERSION: u8 = 3;
 /// The oldest version readers accept.
 pub const OLDEST_RECORD_VERSION: u8 = 1;
 /// File extension of record files.
@@ -35,7 +37,8 @@ const MAX_PAYLOAD: usize = 1 << 30;
 /// position count.
 const MIN_GAME_BYTES: usize = 2 + 1 + 1 + 4 + 4;
 /// The fewest payload bytes a position of a version-1 file takes (no policy): played move,
-/// policy length and six 16-bit values; version 2 adds a seventh.
+/// policy length and six 16-bit values; version 2 adds a seventh, version 3 an eighth and
+/// a byte.
 const MIN_POSITION_BYTES_V1: usize = 1 + 1 + 6 * 2;
 /// Payload bytes expected per compressed byte when the buffer is first reserved: it grows
 /// as the data really decompresses, so a header that lies costs nothing.
@@ -87,6 +90,12 @@ pub struct PositionRecord {
     pub root_q: f32,
     /// Draw probability at the root, from the search.
     pub root_d: f32,
+    /// Index of the move the search chose among the legal moves (the played move unless
+    /// it was sampled at a temperature).
+    pub best: u8,
+    /// Draw probability of the chosen move: with [`PositionRecord::best_q`], the W/D/L of
+    /// best play, Lc0's `best_d`.
+    pub best_d: f32,
     /// Search value of the move the search chose (its final-move rule or a proof; side to
     /// move): the value of best play, Lc0's `best_q`.
     pub best_q: f32,
@@ -165,6 +174,8 @@ fn encode_game(game: &GameRecord, out: &mut Vec<u8>) {
         for v in [p.best_q, p.played_q, p.st, p.policy_q] {
             out.extend_from_slice(&q16(v).to_le_bytes());
         }
+        out.extend_from_slice(&u16p(p.best_d).to_le_bytes());
+        out.push(p.best);
     }
 }
 
@@ -237,7 +248,8 @@ fn decode_game(c: &mut Cursor<'_>, version: u8) -> Result<GameRecord, String> {
     // Bounded by what the remaining bytes can hold, not by their count: a position takes
     // at least 14 bytes but is about 60 in memory, so the looser bound lets a small file
     // request gigabytes.
-    let min_position = MIN_POSITION_BYTES_V1 + if version >= 2 { 2 } else { 0 };
+    let min_position =
+        MIN_POSITION_BYTES_V1 + if version >= 2 { 2 } else { 0 } + if version >= 3 { 3 } else { 0 };
     let room = c.remaining() / min_position;
     if n > room {
         return Err(format!(
@@ -260,12 +272,19 @@ fn decode_game(c: &mut Cursor<'_>, version: u8) -> Result<GameRecord, String> {
         let played_q = dq16(c.i16()?);
         let st = dq16(c.i16()?);
         let policy_q = if version >= 2 { dq16(c.i16()?) } else { best_q };
+        let (best_d, best) = if version >= 3 {
+            (f32::from(c.u16()?) / 65535.0, c.u8()?)
+        } else {
+            (root_d, played)
+        };
         positions.push(PositionRecord {
             played,
             policy,
             network_q,
             root_q,
             root_d,
+            best,
+            best_d,
             best_q,
             played_q,
             policy_q,

@@ -5,6 +5,7 @@ use cfzero_mcts::Game;
 use shakmaty::Move;
 
 use crate::record::GameRecord;
+use crate::result::{GameResult, Termination};
 
 /// Why a record does not replay: it names a move that is not legal, or a bad start FEN.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +37,17 @@ pub enum ReplayError {
         entries: usize,
         /// Number of legal moves.
         legal: usize,
+    },
+    /// A game recorded as ended by a rule whose final position ends otherwise, or with
+    /// another result.
+    #[error("recorded as {recorded} ({result:?}), but the final position is {found}")]
+    WrongEnd {
+        /// The recorded termination.
+        recorded: &'static str,
+        /// The recorded result.
+        result: GameResult,
+        /// What the final position is by the rules ("not over" when none applies).
+        found: String,
     },
 }
 
@@ -83,12 +95,14 @@ pub fn replay_prefix(
     Ok(state)
 }
 
-/// Checks that `game` can be trained on: it replays (a legal move at every ply) and every
-/// trainable position's policy has one entry per legal move. The replay window checks every
-/// game as it enters, so a record that passes its checksum but not this is never sampled.
+/// Checks that `game` can be trained on: it replays (a legal move at every ply), every
+/// trainable position's policy has one entry per legal move, and a game recorded as ended
+/// by a rule (mate, stalemate, insufficient material, fifty moves, repetition) ends so in
+/// its final position, with that rule's result. The replay window checks every game as it
+/// enters, so a record that passes its checksum but not this is never sampled.
 pub fn validate(game: &GameRecord) -> Result<(), ReplayError> {
     let mut bad_policy = None;
-    replay(game, |ply, _, legal, _| {
+    let last = replay(game, |ply, _, legal, _| {
         let policy = game.positions[ply].policy.len();
         if policy != 0 && policy != legal.len() && bad_policy.is_none() {
             bad_policy = Some(ReplayError::BadPolicy {
@@ -98,7 +112,38 @@ pub fn validate(game: &GameRecord) -> Result<(), ReplayError> {
             });
         }
     })?;
-    bad_policy.map_or(Ok(()), Err)
+    if let Some(e) = bad_policy {
+        return Err(e);
+    }
+    // Adjudications (the length cap, resignation) are no rule of the final position.
+    if matches!(
+        game.termination,
+        Termination::MaxPlies | Termination::Resignation
+    ) {
+        return Ok(());
+    }
+    let found = last.terminal_reason();
+    let by_rules = found.map(|r| {
+        (
+            Termination::from(r),
+            GameResult::from_terminal(r, last.turn()),
+        )
+    });
+    if by_rules != Some((game.termination, game.result)) {
+        return Err(ReplayError::WrongEnd {
+            recorded: game.termination.describe(),
+            result: game.result,
+            found: match found {
+                Some(r) => format!(
+                    "{} ({:?})",
+                    Termination::from(r).describe(),
+                    GameResult::from_terminal(r, last.turn())
+                ),
+                None => "not over".into(),
+            },
+        });
+    }
+    Ok(())
 }
 
 /// The moves of a game, in order.

@@ -30,7 +30,7 @@ pub enum UciLimit {
 
 impl UciLimit {
     /// The `go` command of this limit.
-    fn go_command(self) -> String {
+    pub fn go_command(self) -> String {
         match self {
             UciLimit::Nodes(n) => format!("go nodes {n}"),
             UciLimit::Movetime(ms) => format!("go movetime {ms}"),
@@ -39,7 +39,7 @@ impl UciLimit {
     }
 
     /// How long an answer may take before the engine counts as hung.
-    fn timeout(self) -> Duration {
+    pub fn timeout(self) -> Duration {
         match self {
             UciLimit::Movetime(ms) => Duration::from_millis(ms.saturating_mul(4) + 10_000),
             _ => Duration::from_secs(120),
@@ -120,11 +120,17 @@ impl UciEngine {
     pub fn start(command: &str, options: &[(String, String)]) -> Result<UciEngine, UciClientError> {
         let mut parts = command.split_whitespace();
         let program = parts.next().ok_or(UciClientError::EmptyCommand)?;
-        let mut child = Command::new(program)
+        let mut command_line = Command::new(program);
+        command_line
             .args(parts)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::null());
+        // A process group of its own: a Ctrl-C meant for cfzero (which then stops cleanly)
+        // does not kill the engine in the middle of an answer.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command_line, 0);
+        let mut child = command_line
             .spawn()
             .map_err(|source| UciClientError::Spawn {
                 command: command.to_string(),
@@ -175,10 +181,7 @@ impl UciEngine {
             }
         }
         for (name, value) in options {
-            engine.send(
-                &format!("setoption name {name} value {value}"),
-                "setting options",
-            )?;
+            engine.set_option(name, value)?;
         }
         engine.send("isready", "waiting for readyok")?;
         let deadline = Instant::now() + setup;
@@ -204,6 +207,37 @@ impl UciEngine {
         state: &ChessState,
         limit: UciLimit,
     ) -> Result<Move, UciClientError> {
+        let answer = self.go(
+            start_fen,
+            moves,
+            &limit.go_command(),
+            limit.timeout(),
+            &mut |_| {},
+        )?;
+        self.legal_answer(&answer, state)
+    }
+
+    /// Sets one option (`setoption name NAME value VALUE`); the engine applies it before it
+    /// answers the next command.
+    pub fn set_option(&mut self, name: &str, value: &str) -> Result<(), UciClientError> {
+        self.send(
+            &format!("setoption name {name} value {value}"),
+            "setting options",
+        )
+    }
+
+    /// Sends the position reached from `start_fen` (`None`: the standard start) by `moves`
+    /// and `go_args` (a whole `go ...` command), hands every line the engine prints before
+    /// `bestmove` to `on_line`, and returns the text of the best move (unchecked). The whole
+    /// answer must come within `timeout`.
+    pub fn go(
+        &mut self,
+        start_fen: Option<&str>,
+        moves: &[Move],
+        go_args: &str,
+        timeout: Duration,
+        on_line: &mut dyn FnMut(&str),
+    ) -> Result<String, UciClientError> {
         let mut line = match start_fen {
             None => String::from("position startpos"),
             Some(fen) => format!("position fen {fen}"),
@@ -216,17 +250,22 @@ impl UciEngine {
             }
         }
         self.send(&line, "sending the position")?;
-        self.send(&limit.go_command(), "searching")?;
-        let deadline = Instant::now() + limit.timeout();
-        let answer = loop {
-            let line = self.receive(deadline, limit.timeout(), "waiting for bestmove")?;
+        self.send(go_args, "searching")?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let line = self.receive(deadline, timeout, "waiting for bestmove")?;
             if let Some(rest) = line.trim().strip_prefix("bestmove") {
-                break rest.split_whitespace().next().unwrap_or("").to_string();
+                return Ok(rest.split_whitespace().next().unwrap_or("").to_string());
             }
-        };
+            on_line(&line);
+        }
+    }
+
+    /// `answer` (UCI move text) as a legal move of `state`, or [`UciClientError::IllegalMove`].
+    pub fn legal_answer(&self, answer: &str, state: &ChessState) -> Result<Move, UciClientError> {
         let illegal = || UciClientError::IllegalMove {
             command: self.command.clone(),
-            mv: answer.clone(),
+            mv: answer.to_string(),
             fen: state.fen(),
         };
         let uci = UciMove::from_ascii(answer.as_bytes()).map_err(|_| illegal())?;

@@ -90,6 +90,8 @@ fn small_hostile_files_never_request_large_allocations() {
             network_q: 0.0,
             root_q: 0.0,
             root_d: 0.0,
+            best: 0,
+            best_d: 0.0,
             best_q: 0.0,
             played_q: 0.0,
             policy_q: 0.0,

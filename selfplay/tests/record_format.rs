@@ -19,6 +19,9 @@ fn position(played: u8, legal: usize, trainable: bool, q: f32) -> PositionRecord
         network_q: v(q),
         root_q: v(-q),
         root_d: 0.0,
+        best: played,
+        // A multiple of 1/65535: stored exactly.
+        best_d: f32::from(13107u16) / 65535.0,
         best_q: v(q * 0.5),
         played_q: v(0.25),
         policy_q: v(q * 0.6),
@@ -51,7 +54,8 @@ fn sample_games() -> Vec<GameRecord> {
         GameRecord {
             start_fen: None,
             result: GameResult::WhiteWin,
-            termination: Termination::Checkmate,
+            // Three plies from the start are no mate: Black resigned.
+            termination: Termination::Resignation,
             generation: 7,
             positions: vec![
                 position(3, legal_after(None, &[]), true, 0.1),
@@ -199,9 +203,9 @@ fn version1_file(games: &[GameRecord]) -> Vec<u8> {
         let fen = g.start_fen.as_deref().unwrap_or("").as_bytes();
         payload.extend_from_slice(&(fen.len() as u16).to_le_bytes());
         payload.extend_from_slice(fen);
-        // Result and termination bytes of a white win by checkmate (the caller's games).
+        // Result and termination bytes of a white win by resignation (the caller's games).
         payload.push(0);
-        payload.push(0);
+        payload.push(6);
         payload.extend_from_slice(&g.generation.to_le_bytes());
         payload.extend_from_slice(&(g.positions.len() as u32).to_le_bytes());
         for p in &g.positions {
@@ -236,7 +240,7 @@ fn version1_file(games: &[GameRecord]) -> Vec<u8> {
 fn version_1_records_of_older_runs_still_read() {
     let games: Vec<GameRecord> = sample_games()
         .into_iter()
-        .filter(|g| g.result == GameResult::WhiteWin && g.termination == Termination::Checkmate)
+        .filter(|g| g.result == GameResult::WhiteWin && g.termination == Termination::Resignation)
         .collect();
     assert!(!games.is_empty());
     let read = decode_records(&version1_file(&games), Path::new("old.cfzg")).unwrap();
@@ -245,9 +249,12 @@ fn version_1_records_of_older_runs_still_read() {
         assert_eq!((new.result, new.termination), (old.result, old.termination));
         assert_eq!(new.generation, old.generation);
         for (a, b) in old.positions.iter().zip(&new.positions) {
-            // Everything version 1 stored comes back; policy_q falls back to best_q.
+            // Everything version 1 stored comes back; policy_q falls back to best_q, best_d
+            // to root_d and the chosen move to the played one.
             let expected = PositionRecord {
                 policy_q: a.best_q,
+                best_d: a.root_d,
+                best: a.played,
                 ..a.clone()
             };
             assert_eq!(b, &expected);
@@ -316,4 +323,46 @@ fn a_record_that_does_not_replay_is_quarantined_as_it_enters_the_window() {
     });
     let (added, skipped) = fresh.load_new_files(dir.path()).unwrap();
     assert_eq!((added, skipped.len()), (games.len(), 0));
+}
+
+/// A game recorded as ended by a rule must end so on the board, with that rule's result:
+/// fool's mate is Black's win by checkmate, and neither a draw nor a stalemate; a game
+/// recorded as mated before the mate is refused too. Adjudications are not checked.
+#[test]
+fn a_rule_ending_must_be_the_final_positions() {
+    use cfzero_chess::ChessState;
+    use cfzero_mcts::Game;
+    use cfzero_selfplay::replay::{ReplayError, validate};
+    let mut state = ChessState::new();
+    let mut legal = Vec::new();
+    let mut positions = Vec::new();
+    for uci in ["f2f3", "e7e5", "g2g4", "d8h4"] {
+        state.legal_moves(&mut legal);
+        let mv = state.clone().play_uci(uci).unwrap();
+        let index = legal.iter().position(|m| *m == mv).unwrap();
+        positions.push(position(index as u8, legal.len(), false, 0.0));
+        state.play(mv);
+    }
+    let game = |result, termination, plies: usize| GameRecord {
+        start_fen: None,
+        result,
+        termination,
+        generation: 1,
+        positions: positions[..plies].to_vec(),
+    };
+    validate(&game(GameResult::BlackWin, Termination::Checkmate, 4)).unwrap();
+    for bad in [
+        game(GameResult::Draw, Termination::Checkmate, 4),
+        game(GameResult::WhiteWin, Termination::Checkmate, 4),
+        game(GameResult::Draw, Termination::Stalemate, 4),
+        game(GameResult::BlackWin, Termination::Checkmate, 3),
+    ] {
+        let e = validate(&bad).unwrap_err();
+        assert!(matches!(e, ReplayError::WrongEnd { .. }), "{e}");
+    }
+    let e = validate(&game(GameResult::Draw, Termination::FiftyMoveRule, 3)).unwrap_err();
+    assert!(e.to_string().contains("not over"), "{e}");
+    for adjudicated in [Termination::MaxPlies, Termination::Resignation] {
+        validate(&game(GameResult::WhiteWin, adjudicated, 3)).unwrap();
+    }
 }

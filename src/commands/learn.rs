@@ -28,7 +28,8 @@ pub struct LearnArgs {
     #[command(flatten)]
     pub run: RunArgs,
     /// Train on this data besides the run's own games (repeatable): `lc0:PATH` (Lc0 V6
-    /// chunks `.gz`, a `.tar` of them or a directory) or `pgn:PATH` (`.pgn`, `.pgn.zst`,
+    /// chunks `.gz`, a `.tar` of them or a directory), `teacher:PATH` (label files of
+    /// `cfzero label`, a `.cfl` or a directory) or `pgn:PATH` (`.pgn`, `.pgn.zst`,
     /// `.pgn.gz`, `.pgn.bz2`).
     #[arg(long, value_name = "SOURCE")]
     pub data: Vec<DataSpec>,

@@ -14,6 +14,7 @@ pub mod export;
 pub mod export_data;
 pub mod import;
 pub mod info;
+pub mod label;
 pub mod ladder;
 pub mod learn;
 pub mod match_cmd;

@@ -23,7 +23,7 @@ use clap::Args;
 use url::Url;
 
 use crate::config::Config;
-use crate::error::user_error;
+use crate::error::{is_user_error, user_error};
 use crate::run::dir::RunDir;
 use crate::run::progress::spinner;
 use crate::run::remote::{OWN_WORKER, RemoteRun, cache_dir};
@@ -221,6 +221,8 @@ fn run_on_object_store(args: &SelfplayArgs, url: &Url) -> Result<()> {
         Ok(false) => user_bail!(
             "{url} holds no run (no config.toml): start it with `cfzero learn --config FILE --run {url}`"
         ),
+        // Wrong credentials or no such bucket: playing on would only fill the spool.
+        Err(e) if is_user_error(&e) => return Err(e),
         Err(e) if dir.config().exists() => eprintln!(
             "warning: {url} is unreachable ({e:#}): playing with the cached config and nets, uploading later"
         ),
@@ -274,6 +276,10 @@ fn run_on_object_store(args: &SelfplayArgs, url: &Url) -> Result<()> {
             }
             waiting.finish_and_clear();
             continue;
+        }
+        // An upload thread that ended early met a store that refuses this worker.
+        if sync.is_finished() {
+            break;
         }
         // The newest net the upload thread has fetched.
         if let Some(&g) = dir.published()?.last() {

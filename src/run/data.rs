@@ -10,16 +10,19 @@ use cfzero_trainer::SampleSource;
 use cfzero_trainer::source::Split;
 use cfzero_trainer::source::lc0::{Lc0Limits, Lc0Source};
 use cfzero_trainer::source::pgn::{PgnFilters, PgnLimits, PgnSource};
+use cfzero_trainer::source::teacher::{DEFAULT_TEMPERATURE, TeacherLimits, TeacherSource};
 
 use crate::error::user_error;
 
-/// One `--data` value: `lc0:PATH` or `pgn:PATH`.
+/// One `--data` value: `lc0:PATH`, `pgn:PATH` or `teacher:PATH`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DataSpec {
     /// Lc0 V6 training data: a chunk, a tar of chunks or a directory.
     Lc0(PathBuf),
     /// A PGN file, plain or `.zst`/`.gz`/`.bz2`.
     Pgn(PathBuf),
+    /// Label files of `cfzero label`: a `.cfl` file or a directory of them.
+    Teacher(PathBuf),
 }
 
 impl std::str::FromStr for DataSpec {
@@ -29,8 +32,9 @@ impl std::str::FromStr for DataSpec {
         match s.split_once(':') {
             Some(("lc0", p)) if !p.is_empty() => Ok(DataSpec::Lc0(p.into())),
             Some(("pgn", p)) if !p.is_empty() => Ok(DataSpec::Pgn(p.into())),
+            Some(("teacher", p)) if !p.is_empty() => Ok(DataSpec::Teacher(p.into())),
             _ => Err(format!(
-                "`{s}` is not a data source: write lc0:PATH (Lc0 V6 chunks, .tar or directory) or pgn:PATH"
+                "`{s}` is not a data source: write lc0:PATH (Lc0 V6 chunks, .tar or directory), pgn:PATH or teacher:PATH (label files of `cfzero label`)"
             )),
         }
     }
@@ -84,6 +88,26 @@ pub fn open(spec: &DataSpec, options: &DataOptions) -> Result<Arc<dyn SampleSour
                 s.empty,
                 s.filtered,
                 s.invalid
+            );
+            Arc::new(source)
+        }
+        DataSpec::Teacher(path) => {
+            let limits = TeacherLimits {
+                max_positions: options.max_positions,
+                validation_share: options.validation_share,
+                temperature: DEFAULT_TEMPERATURE,
+            };
+            let source = TeacherSource::open(path, limits)
+                .map_err(|e| user_error(format!("teacher:{}: {e}", path.display())))?;
+            let s = source.stats();
+            eprintln!(
+                "teacher:{}: {} labels from {} files; {} positions without a label, {} labels that do not fit their position, {} files ending in a partial entry",
+                path.display(),
+                s.labels,
+                s.files,
+                s.skipped,
+                s.invalid,
+                s.torn
             );
             Arc::new(source)
         }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::error::is_user_error;
 use crate::run::remote::RemoteRun;
 use crate::run::spool::{Spool, backoff};
 
@@ -55,6 +56,13 @@ pub fn sync_loop(
             for chunk in spool.outbox()? {
                 match spool.upload(store, &chunk) {
                     Ok(_) => uploaded += 1,
+                    // Retrying cannot fix credentials or a missing bucket: the worker ends.
+                    Err(e) if is_user_error(&e) => {
+                        return Err(e.context(format!(
+                            "{} refuses this worker's uploads; its games stay in the spool",
+                            store.location()
+                        )));
+                    }
                     Err(e) => {
                         if failures == 0 {
                             eprintln!(

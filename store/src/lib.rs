@@ -64,7 +64,16 @@ pub enum StoreError {
         /// The error.
         source: std::io::Error,
     },
-    /// An object store request failed (after its retries).
+    /// The store refused a request for good: wrong or missing credentials, no permission,
+    /// or no such bucket. Retrying cannot help; a worker ends instead of spooling.
+    #[error("{location}: the store refuses this: {message}")]
+    Refused {
+        /// The object or the store.
+        location: String,
+        /// What the store said.
+        message: String,
+    },
+    /// An object store request failed (after its retries): the store may answer again.
     #[error("{location}: {message}")]
     Backend {
         /// The object or the store.
@@ -80,7 +89,10 @@ impl StoreError {
     pub fn is_user_error(&self) -> bool {
         matches!(
             self,
-            StoreError::BadLocation(_) | StoreError::Leased { .. } | StoreError::BadKey(_)
+            StoreError::BadLocation(_)
+                | StoreError::Leased { .. }
+                | StoreError::BadKey(_)
+                | StoreError::Refused { .. }
         )
     }
 }

@@ -231,10 +231,32 @@ impl ObjectRunStore {
             .map(str::to_owned)
     }
 
+    /// `e` of a request about `key`: a refusal (credentials, permission) or a failure the
+    /// store may recover from.
     fn backend(&self, key: &str, e: &object_store::Error) -> StoreError {
-        StoreError::Backend {
-            location: format!("{}/{key}", self.location.trim_end_matches('/')),
-            message: one_line(e),
+        let location = format!("{}/{key}", self.location.trim_end_matches('/'));
+        match e {
+            object_store::Error::PermissionDenied { .. }
+            | object_store::Error::Unauthenticated { .. } => StoreError::Refused {
+                location,
+                message: one_line(e),
+            },
+            _ => StoreError::Backend {
+                location,
+                message: one_line(e),
+            },
+        }
+    }
+
+    /// `e` of a write or a listing, where "not found" can only mean that the bucket is not
+    /// there (a missing key is no error for either).
+    fn bucket_error(&self, key: &str, e: &object_store::Error) -> StoreError {
+        match e {
+            object_store::Error::NotFound { .. } => StoreError::Refused {
+                location: format!("{}/{key}", self.location.trim_end_matches('/')),
+                message: format!("no such bucket ({})", one_line(e)),
+            },
+            _ => self.backend(key, e),
         }
     }
 
@@ -342,7 +364,7 @@ impl RunStore for ObjectRunStore {
         self.runtime
             .block_on(self.store.put(&path, payload))
             .map(|_| ())
-            .map_err(|e| self.backend(key, &e))
+            .map_err(|e| self.bucket_error(key, &e))
     }
 
     fn put_if_absent(&self, key: &str, bytes: &[u8]) -> Result<bool, StoreError> {
@@ -361,7 +383,7 @@ impl RunStore for ObjectRunStore {
                 object_store::Error::AlreadyExists { .. }
                 | object_store::Error::Precondition { .. },
             ) => Ok(false),
-            Err(e) => Err(self.backend(key, &e)),
+            Err(e) => Err(self.bucket_error(key, &e)),
         }
     }
 
@@ -388,7 +410,7 @@ impl RunStore for ObjectRunStore {
                 .runtime
                 .block_on(self.store.list(Some(&dir)).try_collect::<Vec<_>>()),
         };
-        let metas = listed.map_err(|e| self.backend(prefix, &e))?;
+        let metas = listed.map_err(|e| self.bucket_error(prefix, &e))?;
         let mut keys: Vec<String> = metas
             .iter()
             .filter_map(|m| self.key_of(&m.location))

@@ -106,6 +106,9 @@ impl TrainConfig {
         ] {
             InvalidSetting::in_range(key, w, 0.0, false, inf).map_err(|e| e.within("loss"))?;
         }
+        // Wider than the 32 buckets would make every target the same flat one.
+        InvalidSetting::in_range("hl_gauss_sigma", l.hl_gauss_sigma, 0.0, false, 32.0)
+            .map_err(|e| e.within("loss"))?;
         InvalidSetting::in_range("q_ratio", self.q_ratio.into(), 0.0, false, 1.0)?;
         if let Some(r) = self.capped_q_ratio {
             InvalidSetting::in_range("capped_q_ratio", r.into(), 0.0, false, 1.0)?;

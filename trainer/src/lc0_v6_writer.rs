@@ -40,7 +40,6 @@ pub fn game_to_v6(game: &GameRecord, fill: HistoryFill) -> Result<Vec<V6Record>,
         let mut r = V6Record::empty();
         r.set_input_planes(&encode_planes_filled(state, fill));
         let sum: f32 = pos.policy.iter().map(|&q| dequantize_probability(q)).sum();
-        let mut best = (f32::MIN, 0usize);
         for (mv, &q) in legal.iter().zip(&pos.policy) {
             let i = move_index(mv, turn);
             let p = if sum > 0.0 {
@@ -49,9 +48,6 @@ pub fn game_to_v6(game: &GameRecord, fill: HistoryFill) -> Result<Vec<V6Record>,
                 1.0 / legal.len() as f32
             };
             r.probabilities[i] = p;
-            if p > best.0 {
-                best = (p, i);
-            }
         }
         let z = game.result.value_for(turn);
         r.result_q = z;
@@ -63,13 +59,21 @@ pub fn game_to_v6(game: &GameRecord, fill: HistoryFill) -> Result<Vec<V6Record>,
         r.root_q = pos.root_q;
         r.best_q = pos.best_q;
         r.root_d = pos.root_d;
-        r.best_d = pos.root_d;
+        r.best_d = pos.best_d;
         r.played_q = pos.played_q;
-        r.played_d = pos.root_d;
+        // The record keeps the draw share of the chosen move only: the played move's where
+        // they are the same, else the root's.
+        r.played_d = if pos.played == pos.best {
+            pos.best_d
+        } else {
+            pos.root_d
+        };
         r.plies_left = (total - ply) as f32;
         r.orig_q = pos.network_q;
         r.played_idx = move_index(&played, turn) as u16;
-        r.best_idx = best.1 as u16;
+        // The move the search chose (Lc0's `best_idx`), not the improved policy's argmax.
+        let chosen = legal.get(usize::from(pos.best)).copied().unwrap_or(played);
+        r.best_idx = move_index(&chosen, turn) as u16;
         r.invariance_info = flags;
         out.push(r);
     })?;

@@ -221,7 +221,8 @@ impl Learner {
     }
 
     /// Continues the step counter (and with it the learning-rate schedule) at `step`, for a
-    /// run whose optimizer state is lost.
+    /// run whose optimizer state is lost; the fresh moments keep their own count from zero
+    /// (`NAdam::moment_steps`), so their bias correction is that of a first step.
     pub fn set_steps(&mut self, step: u64) {
         self.opt.step = step;
     }

@@ -35,6 +35,15 @@ impl TargetOptions {
         }
     }
 
+    /// The draw share that goes with [`TargetOptions::q`]: the chosen move's for the value of
+    /// best play (Lc0 takes `best_q` and `best_d` together), the root's for the root mean.
+    pub fn d(&self, record: &cfzero_selfplay::PositionRecord) -> f32 {
+        match self.q_target {
+            QTarget::Best | QTarget::Policy => record.best_d,
+            QTarget::Root => record.root_d,
+        }
+    }
+
     /// The q target of `record`.
     pub fn q(&self, record: &cfzero_selfplay::PositionRecord) -> f32 {
         match self.q_target {
@@ -154,7 +163,11 @@ pub fn fill_position(
     let z = game.result.value_for(turn);
     let q = targets.q(record);
     let result = wdl_of(z, if z == 0.0 { 1.0 } else { 0.0 });
-    let wdl = mixed_wdl(result, wdl_of(q, record.root_d), targets.q_ratio_of(game));
+    let wdl = mixed_wdl(
+        result,
+        wdl_of(q, targets.d(record)),
+        targets.q_ratio_of(game),
+    );
     batch.wdl[slot * 3..slot * 3 + 3].copy_from_slice(&wdl);
     batch.q[slot] = q;
     batch.st[slot] = record.st;

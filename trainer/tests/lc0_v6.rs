@@ -202,6 +202,41 @@ fn cfzero_games_survive_a_round_trip_through_v6() {
     assert!(checked > 300);
 }
 
+/// V6's `best_idx` is the move the search chose and `played_idx` the move played, which
+/// differ where a move was sampled at a temperature; `best_d` is the chosen move's draw share.
+#[test]
+fn v6_export_names_the_chosen_move_and_its_draw_share() {
+    use cfzero_trainer::lc0_v6_writer::game_to_v6;
+    let mut game = support::random_game(7, 40);
+    // Each position's legal moves and played move, in the game's order.
+    let mut plies = Vec::new();
+    cfzero_selfplay::replay::replay(&game, |_, state, legal, played| {
+        plies.push((state.turn(), legal.to_vec(), played));
+    })
+    .unwrap();
+    let mut expected = Vec::new();
+    for (ply, (turn, legal, played)) in plies.iter().enumerate() {
+        let p = &mut game.positions[ply];
+        p.best = ((usize::from(p.played) + 1) % legal.len()) as u8;
+        p.best_d = 0.0625 * (ply % 8) as f32;
+        if p.is_trainable() {
+            expected.push((
+                move_index(&legal[usize::from(p.best)], *turn) as u16,
+                move_index(played, *turn) as u16,
+                p.best_d,
+            ));
+        }
+    }
+    let records = game_to_v6(&game, cfzero_chess::HistoryFill::FenOnly).unwrap();
+    assert_eq!(records.len(), expected.len());
+    let mut differ = 0;
+    for (r, (best, played, best_d)) in records.iter().zip(expected) {
+        assert_eq!((r.best_idx, r.played_idx, r.best_d), (best, played, best_d));
+        differ += usize::from(best != played);
+    }
+    assert!(differ > 20, "{differ}");
+}
+
 /// Truncated, garbled and foreign chunks in a directory or a tar are skipped with their
 /// reason; the good ones are read.
 #[test]

@@ -127,8 +127,10 @@ fn fill_position_writes_the_replayed_position_into_its_slot_only() {
     );
 
     // The game is a draw: the WDL target is 3/4 the result's draw and 1/4 the search's.
+    // Both from best play (Lc0's best_q and best_d), not the root's draw share.
     let q = record.best_q;
-    let d = record.root_d;
+    let d = record.best_d;
+    assert_ne!(d, record.root_d);
     let searched = [(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0];
     let expected = [
         0.25 * searched[0],
@@ -169,7 +171,7 @@ fn a_game_adjudicated_at_the_length_cap_trains_its_value_on_the_search_alone() {
     };
     let ply = 9;
     let record = &capped.positions[ply];
-    let (q, d) = (record.best_q, record.root_d);
+    let (q, d) = (record.best_q, record.best_d);
     let searched = [(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0];
     let wdl_target = |game: &GameRecord| {
         let mut batch = HostBatch::default();

@@ -71,8 +71,13 @@ pub struct NAdam {
     pub m: Vec<Tensor>,
     /// Second moments, one per parameter.
     pub v: Vec<Tensor>,
-    /// Steps taken.
+    /// Steps taken: the learning-rate schedule's position, kept when a run's moments are lost.
     pub step: u64,
+    /// Updates since the moments were zero: the `t` of the bias corrections and the momentum
+    /// schedule. Equal to `step` unless a run went on from a published net without its
+    /// optimizer state, where the moments start again from zero at a late `step` (with `t =
+    /// step` the first update would be several times too large).
+    pub moment_steps: u64,
     /// Product of the momentum coefficients so far.
     pub mu_product: f64,
 }
@@ -121,6 +126,7 @@ impl NAdam {
             params,
             decay,
             step: 0,
+            moment_steps: 0,
             mu_product: 1.0,
         }
     }
@@ -150,7 +156,8 @@ impl NAdam {
     /// gradient are left untouched (moments and weight decay included), as PyTorch does.
     pub fn step(&mut self, lr: f64) {
         self.step += 1;
-        let t = self.step;
+        self.moment_steps += 1;
+        let t = self.moment_steps;
         let c = self.config;
         let mu = self.mu(t);
         let mu_next = self.mu(t + 1);

@@ -6,11 +6,13 @@
 //! - the replay window of a run's own self-play games ([`window`]);
 //! - Lc0's V6 training data ([`lc0::Lc0Source`]);
 //! - games in PGN, human or engine ([`pgn`]: games become records in a window of their own);
+//! - positions labelled by a UCI engine ([`teacher::TeacherSource`]);
 //! - a weighted [`Mixture`] of any of these.
 
 pub mod lc0;
 pub mod mixture;
 pub mod pgn;
+pub mod teacher;
 pub mod window;
 
 use rand_chacha::ChaCha8Rng;
@@ -37,6 +39,9 @@ pub enum SourceError {
     /// A self-play or PGN record that does not replay.
     #[error("game record does not replay: {0}")]
     Replay(#[from] ReplayError),
+    /// A teacher's label that no longer parses.
+    #[error("label does not parse: {0}")]
+    Label(String),
 }
 
 /// A supply of training samples (see the module docs).

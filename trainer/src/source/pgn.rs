@@ -78,15 +78,7 @@ impl PgnSource {
     /// Reads `path` (plain, or compressed as its extension says: `.zst`, `.gz`, `.bz2`).
     /// Errors only when the file cannot be opened or read; bad games are counted.
     pub fn open(path: &Path, filters: PgnFilters, limits: PgnLimits) -> std::io::Result<PgnSource> {
-        let file = BufReader::new(File::open(path)?);
-        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let reader: Box<dyn Read> = match ext {
-            "zst" => Box::new(zstd::Decoder::new(file)?),
-            "gz" => Box::new(flate2::read::MultiGzDecoder::new(file)),
-            "bz2" => Box::new(bzip2::read::MultiBzDecoder::new(file)),
-            _ => Box::new(file),
-        };
-        let (window, stats) = read_games(reader, filters, limits)?;
+        let (window, stats) = read_games(open_pgn(path)?, filters, limits)?;
         Ok(PgnSource {
             path: path.to_path_buf(),
             window: RwLock::new(window),
@@ -98,6 +90,19 @@ impl PgnSource {
     pub fn stats(&self) -> &PgnStats {
         &self.stats
     }
+}
+
+/// The text of the PGN file `path`, decompressed as its extension says (`.zst`, `.gz`,
+/// `.bz2`; anything else is read as it is).
+pub fn open_pgn(path: &Path) -> std::io::Result<Box<dyn Read>> {
+    let file = BufReader::new(File::open(path)?);
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    Ok(match ext {
+        "zst" => Box::new(zstd::Decoder::new(file)?),
+        "gz" => Box::new(flate2::read::MultiGzDecoder::new(file)),
+        "bz2" => Box::new(bzip2::read::MultiBzDecoder::new(file)),
+        _ => Box::new(file),
+    })
 }
 
 /// Reads games from `reader` into a window that holds all of them.
@@ -264,6 +269,8 @@ impl Visitor for RecordBuilder {
             network_q: 0.0,
             root_q: 0.0,
             root_d: 0.0,
+            best: index as u8,
+            best_d: 0.0,
             best_q: 0.0,
             played_q: 0.0,
             policy_q: 0.0,
@@ -310,6 +317,7 @@ impl Visitor for RecordBuilder {
             p.network_q = z;
             p.st = z;
             p.root_d = if result == GameResult::Draw { 1.0 } else { 0.0 };
+            p.best_d = p.root_d;
         }
         Built::Game(GameRecord {
             start_fen: m.start_fen,

@@ -44,6 +44,8 @@ pub fn random_game(seed: u64, max_plies: usize) -> GameRecord {
             network_q: value(),
             root_q: value(),
             root_d: 0.25,
+            best: u8::try_from(played).expect("at most 218 legal moves"),
+            best_d: 0.125,
             best_q: value(),
             played_q: value(),
             policy_q: value(),

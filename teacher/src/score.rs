@@ -1,0 +1,64 @@
+//! What an engine's score means as a probability.
+//!
+//! UCI engines report a score from the side to move's point of view, in centipawns or as a
+//! mate distance, and some (Stockfish with `UCI_ShowWDL`) a W/D/L estimate in permille. A
+//! label keeps the expected score (win probability, a draw counting half) of every move and
+//! the W/D/L of the position.
+
+/// Lichess's logistic slope from centipawns to win probability (ChessBench uses the same).
+pub const LICHESS_SLOPE: f64 = 0.003_682_08;
+
+/// A UCI `score`: `cp X` or `mate N` (N > 0: the side to move mates in N moves; N < 0: it
+/// is mated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineScore {
+    /// Centipawns for the side to move.
+    Cp(i32),
+    /// Moves to mate: positive when the side to move mates, negative when it is mated.
+    Mate(i32),
+}
+
+impl EngineScore {
+    /// The win probability of the score by Lichess's formula
+    /// `1 / (1 + exp(-0.00368208 cp))`; a mate for the side to move is 1, against it 0.
+    /// `mate 0` (the side to move is mated now) is 0.
+    pub fn win_probability(self) -> f32 {
+        match self {
+            EngineScore::Cp(cp) => (1.0 / (1.0 + (-LICHESS_SLOPE * f64::from(cp)).exp())) as f32,
+            EngineScore::Mate(n) if n > 0 => 1.0,
+            EngineScore::Mate(_) => 0.0,
+        }
+    }
+}
+
+/// An engine's value of one move (or of the position, through its best move).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MoveValue {
+    /// The score as reported.
+    pub score: EngineScore,
+    /// The engine's W/D/L in permille, when it reports one (`wdl W D L`).
+    pub wdl: Option<[u32; 3]>,
+}
+
+impl MoveValue {
+    /// W/D/L probabilities for the side to move: the engine's own when it reports them
+    /// (normalised to sum 1), else `[p, 0, 1 - p]` from [`EngineScore::win_probability`]:
+    /// a centipawn score carries an expectation only, no draw share.
+    pub fn wdl(&self) -> [f32; 3] {
+        if let Some([w, d, l]) = self.wdl {
+            let total = (w + d + l) as f32;
+            if total > 0.0 {
+                return [w as f32 / total, d as f32 / total, l as f32 / total];
+            }
+        }
+        let p = self.score.win_probability();
+        [p, 0.0, 1.0 - p]
+    }
+
+    /// The expected score for the side to move (a win 1, a draw 1/2): from the engine's
+    /// W/D/L when it reports one, else from the score by Lichess's formula.
+    pub fn expected_score(&self) -> f32 {
+        let [w, d, _] = self.wdl();
+        w + d / 2.0
+    }
+}

@@ -1,0 +1,178 @@
+//! The teacher's arithmetic and its file format against known answers: Lichess's
+//! win-probability formula at hand-computed points, `info` lines as Stockfish prints them,
+//! and label files that survive a round trip, cut a torn tail and refuse damage.
+
+use cfzero_teacher::info::parse_info;
+use cfzero_teacher::label_file::{
+    Label, LabelEntry, LabelFileError, LabelHeader, LabelMove, LabelReader, LabelWriter,
+};
+use cfzero_teacher::{EngineScore, Method, MoveValue};
+
+/// `1 / (1 + exp(-0.00368208 cp))`, computed by hand (Python's `math.exp`, double
+/// precision) for these scores.
+#[test]
+fn centipawns_and_mates_become_win_probabilities() {
+    for (cp, want) in [
+        (100, 0.591_025_897_191_612_8),
+        (-250, 0.284_851_952_563_759_7),
+        (0, 0.5),
+        (31, 0.528_505_177_311_813_1),
+    ] {
+        let got = EngineScore::Cp(cp).win_probability();
+        assert!((f64::from(got) - want).abs() < 1e-6, "cp {cp}: {got}");
+    }
+    assert_eq!(EngineScore::Mate(3).win_probability(), 1.0);
+    assert_eq!(EngineScore::Mate(-1).win_probability(), 0.0);
+    assert_eq!(EngineScore::Mate(0).win_probability(), 0.0);
+    // The engine's W/D/L wins over the score: 400/500/100 permille is 0.65 expected.
+    let v = MoveValue {
+        score: EngineScore::Cp(-300),
+        wdl: Some([400, 500, 100]),
+    };
+    assert_eq!(v.wdl(), [0.4, 0.5, 0.1]);
+    assert!((v.expected_score() - 0.65).abs() < 1e-6);
+    let v = MoveValue {
+        score: EngineScore::Cp(100),
+        wdl: None,
+    };
+    let [w, d, l] = v.wdl();
+    assert!((w - 0.591_026).abs() < 1e-6 && d == 0.0 && (l - 0.408_974).abs() < 1e-6);
+}
+
+#[test]
+fn info_lines_as_engines_print_them() {
+    let sf = "info depth 12 seldepth 16 multipv 3 score cp -27 wdl 31 905 64 nodes 52311 nps 871850 hashfull 18 tbhits 0 time 60 pv g1f3 d7d5 d2d4";
+    let i = parse_info(sf).unwrap();
+    assert_eq!((i.depth, i.multipv, i.first_move.as_str()), (12, 3, "g1f3"));
+    assert_eq!(i.value.score, EngineScore::Cp(-27));
+    assert_eq!(i.value.wdl, Some([31, 905, 64]));
+    let i = parse_info("info depth 5 score mate -2 pv e8d8 a1a8").unwrap();
+    assert_eq!(
+        (i.multipv, i.value.score, i.value.wdl),
+        (1, EngineScore::Mate(-2), None)
+    );
+    // Bounds are no value; lines without a score or a pv, strings and junk are nothing.
+    for line in [
+        "info depth 9 multipv 1 score cp 40 lowerbound nodes 10 pv e2e4",
+        "info depth 9 multipv 1 score cp 40 upperbound pv e2e4",
+        "info depth 9 currmove e2e4 currmovenumber 1",
+        "info string NNUE evaluation using nn-ad9b42354671.nnue enabled",
+        "info depth x score cp 1 pv e2e4",
+        "info depth 3 score cp pv e2e4",
+        "info depth 3 score cp 5 wdl 1 2 pv e2e4",
+        "bestmove e2e4",
+        "",
+    ] {
+        assert_eq!(parse_info(line), None, "{line}");
+    }
+}
+
+fn header() -> LabelHeader {
+    LabelHeader {
+        engine: "stockfish".into(),
+        options: vec![("Threads".into(), "1".into())],
+        limit: "100 nodes".into(),
+        method: Method::MultiPv,
+        source: "epd:x.epd".into(),
+    }
+}
+
+/// A probability the file keeps exactly (a multiple of 1/65535).
+fn q(k: u16) -> f32 {
+    f32::from(k) / 65535.0
+}
+
+fn sample_entries() -> Vec<LabelEntry> {
+    vec![
+        LabelEntry::Label(Label {
+            fen: "k7/8/8/8/8/8/8/KQ6 b - - 0 1".into(),
+            plies_left: Some(17),
+            wdl: [0.0, q(16384), q(49151)],
+            moves: vec![(LabelMove(12 | 34 << 6), q(8192))],
+            best: 0,
+        }),
+        LabelEntry::Skipped {
+            fen: "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1".into(),
+            reason: "no legal move".into(),
+        },
+        LabelEntry::Label(Label {
+            fen: "8/8/8/8/8/8/8/K6k w - - 0 1".into(),
+            plies_left: None,
+            wdl: [q(32768), q(32767), 0.0],
+            moves: vec![(LabelMove(1), 1.0), (LabelMove(2 | 4 << 12), 0.0)],
+            best: 1,
+        }),
+    ]
+}
+
+#[test]
+fn label_files_round_trip_cut_torn_tails_and_refuse_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.cfl");
+    let r = LabelWriter::open(&path, &header()).unwrap();
+    assert_eq!((r.entries, r.cut), (0, false));
+    let mut w = r.writer;
+    for e in &sample_entries() {
+        w.append(e).unwrap();
+    }
+    drop(w);
+    let read = |path: &std::path::Path| {
+        let mut r = LabelReader::open(path).unwrap();
+        let mut v = Vec::new();
+        while let Some(e) = r.next_entry().unwrap() {
+            v.push(e);
+        }
+        (v, r.torn())
+    };
+    assert_eq!(read(&path), (sample_entries(), false));
+    let whole = std::fs::read(&path).unwrap();
+
+    // A kill in the middle of a write: the reader stops before it, the writer cuts it.
+    let mut torn = whole.clone();
+    torn.extend_from_slice(&[40, 0, 0, 0, 0, 1, 2]);
+    std::fs::write(&path, &torn).unwrap();
+    assert_eq!(read(&path), (sample_entries(), true));
+    let r = LabelWriter::open(&path, &header()).unwrap();
+    assert_eq!((r.entries, r.cut), (3, true));
+    drop(r);
+    assert_eq!(std::fs::read(&path).unwrap(), whole);
+
+    // Another teacher or budget is refused.
+    let mut other = header();
+    other.limit = "200 nodes".into();
+    assert!(matches!(
+        LabelWriter::open(&path, &other),
+        Err(LabelFileError::OtherSettings { .. })
+    ));
+    // A flipped byte inside an entry, an absurd length, a foreign file: errors.
+    let mut bad = whole.clone();
+    let n = bad.len();
+    bad[n - 10] ^= 1;
+    std::fs::write(&path, &bad).unwrap();
+    let mut r = LabelReader::open(&path).unwrap();
+    r.next_entry().unwrap();
+    r.next_entry().unwrap();
+    let e = r.next_entry().unwrap_err().to_string();
+    assert!(e.contains("checksum mismatch"), "{e}");
+    assert!(LabelWriter::open(&path, &header()).is_err());
+    let mut bad = whole.clone();
+    // The first entry follows the header frame: magic, length, JSON, CRC.
+    let header_len = u32::from_le_bytes(whole[8..12].try_into().unwrap()) as usize;
+    let first_entry = 8 + 4 + header_len + 4;
+    bad[first_entry..first_entry + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&path, &bad).unwrap();
+    let mut r = LabelReader::open(&path).unwrap();
+    assert!(
+        r.next_entry()
+            .unwrap_err()
+            .to_string()
+            .contains("more than")
+    );
+    std::fs::write(&path, b"PK\x03\x04 not labels").unwrap();
+    assert!(
+        LabelReader::open(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not a cfzero label file")
+    );
+}

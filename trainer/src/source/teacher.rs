@@ -1,0 +1,236 @@
+//! Positions labelled by a UCI engine (`cfzero label`) as a sample source.
+//!
+//! Targets (docs/METHODS.md, "Teacher"):
+//! - policy: a softmax of the moves' expected scores at [`TeacherLimits::temperature`]
+//!   (the teacher's best move has the largest share, moves within a few points of it keep
+//!   a real one, blunders none);
+//! - winner: the teacher's W/D/L of the position (its best move's);
+//! - q and st: that W/D/L's expectation `W - L`;
+//! - moves left: the plies to the end of the game the position came from, NaN (no
+//!   moves-left loss) for a position from a book.
+//!
+//! Labels are checked when the source opens: a label whose FEN does not parse or whose moves
+//! are not exactly the position's legal moves is counted and left out.
+
+use std::path::{Path, PathBuf};
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
+use cfzero_teacher::label_file::{Label, LabelEntry, LabelFileError, LabelReader};
+use shakmaty::Position as _;
+
+use super::{SampleSource, SourceError, Split};
+use crate::sample::{HostBatch, SampleScratch, TargetOptions};
+
+/// The policy target's default temperature, in expected-score units: a move 5 points (0.05)
+/// below the best gets `1/e` of its share, one 20 points below 2%.
+pub const DEFAULT_TEMPERATURE: f32 = 0.05;
+
+/// How much of the labels is read, held out, and how the policy target is made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TeacherLimits {
+    /// Stop reading after this many labels (files in name order).
+    pub max_positions: usize,
+    /// Share of labels held out for validation: every `1 / share`-th.
+    pub validation_share: f64,
+    /// Temperature of the softmax over expected scores that makes the policy target.
+    pub temperature: f32,
+}
+
+/// What opening the labels found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TeacherStats {
+    /// Label files read.
+    pub files: usize,
+    /// Labels kept.
+    pub labels: usize,
+    /// Positions the teacher did not label (mates, stalemates, engine failures).
+    pub skipped: usize,
+    /// Labels left out because they do not fit their position.
+    pub invalid: usize,
+    /// Files that end in a partial entry (a labelling run killed mid-write).
+    pub torn: usize,
+}
+
+#[derive(Debug)]
+struct Position {
+    fen: Box<str>,
+    plies_left: Option<u16>,
+    wdl: [f32; 3],
+    /// (policy index, target probability) of every legal move.
+    policy: Box<[(u16, f32)]>,
+}
+
+/// Why a label does not fit its position.
+fn check(label: &Label, temperature: f32) -> Option<Position> {
+    let state = ChessState::from_fen(&label.fen, HistoryFill::No).ok()?;
+    let position = state.position();
+    if position.legal_moves().len() != label.moves.len() {
+        return None;
+    }
+    let turn = state.turn();
+    let top = label
+        .moves
+        .iter()
+        .map(|&(_, p)| p)
+        .fold(f32::NEG_INFINITY, f32::max);
+    let mut policy = Vec::with_capacity(label.moves.len());
+    let mut total = 0.0;
+    for &(mv, p) in &label.moves {
+        let mv = mv.to_move(position)?;
+        let index = move_index(&mv, turn) as u16;
+        if policy.iter().any(|&(i, _)| i == index) {
+            return None;
+        }
+        let weight = ((p - top) / temperature).exp();
+        total += weight;
+        policy.push((index, weight));
+    }
+    for (_, w) in &mut policy {
+        *w /= total;
+    }
+    Some(Position {
+        fen: label.fen.clone().into_boxed_str(),
+        plies_left: label.plies_left,
+        wdl: label.wdl,
+        policy: policy.into_boxed_slice(),
+    })
+}
+
+/// Labelled positions in memory (see the module docs).
+#[derive(Debug)]
+pub struct TeacherSource {
+    path: PathBuf,
+    train: Vec<Position>,
+    validation: Vec<Position>,
+    stats: TeacherStats,
+}
+
+impl TeacherSource {
+    /// Reads `path`: a label file, or a directory of them (`*.cfl`, recursively, in name
+    /// order). A file that is damaged (not one a killed writer leaves) is an error.
+    pub fn open(path: &Path, limits: TeacherLimits) -> Result<TeacherSource, LabelFileError> {
+        let mut files = Vec::new();
+        if path.is_dir() {
+            collect_files(path, &mut files).map_err(|source| LabelFileError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            files.sort_by(|a, b| {
+                cfzero_selfplay::window::natural_cmp(&a.to_string_lossy(), &b.to_string_lossy())
+            });
+        } else {
+            files.push(path.to_path_buf());
+        }
+        let mut source = TeacherSource {
+            path: path.to_path_buf(),
+            train: Vec::new(),
+            validation: Vec::new(),
+            stats: TeacherStats::default(),
+        };
+        let share = limits.validation_share.clamp(0.0, 1.0);
+        let temperature = limits.temperature.max(1e-4);
+        'files: for file in files {
+            let mut reader = LabelReader::open(&file)?;
+            source.stats.files += 1;
+            while let Some(entry) = reader.next_entry()? {
+                if source.stats.labels >= limits.max_positions {
+                    break 'files;
+                }
+                let label = match entry {
+                    LabelEntry::Label(l) => l,
+                    LabelEntry::Skipped { .. } => {
+                        source.stats.skipped += 1;
+                        continue;
+                    }
+                };
+                let Some(position) = check(&label, temperature) else {
+                    source.stats.invalid += 1;
+                    continue;
+                };
+                let i = source.stats.labels as f64;
+                source.stats.labels += 1;
+                if ((i + 1.0) * share).floor() > (i * share).floor() {
+                    source.validation.push(position);
+                } else {
+                    source.train.push(position);
+                }
+            }
+            source.stats.torn += usize::from(reader.torn());
+        }
+        Ok(source)
+    }
+
+    /// What opening the labels found.
+    pub fn stats(&self) -> &TeacherStats {
+        &self.stats
+    }
+}
+
+/// Label files (`.cfl`) under `dir`, recursively.
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "cfl") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+impl SampleSource for TeacherSource {
+    fn describe(&self) -> String {
+        format!("teacher:{}", self.path.display())
+    }
+
+    fn positions(&self, split: Split) -> usize {
+        match split {
+            Split::Training => self.train.len(),
+            Split::Validation => self.validation.len(),
+        }
+    }
+
+    fn fill(
+        &self,
+        split: Split,
+        rng: &mut ChaCha8Rng,
+        batch: &mut HostBatch,
+        slot: usize,
+        _scratch: &mut SampleScratch,
+        targets: &TargetOptions,
+    ) -> Result<bool, SourceError> {
+        let set = match split {
+            Split::Training => &self.train,
+            Split::Validation => &self.validation,
+        };
+        if set.is_empty() {
+            return Ok(false);
+        }
+        let p = &set[rng.random_range(0..set.len())];
+        // Checked when the source opened.
+        let state = ChessState::from_fen(&p.fen, targets.history_fill)
+            .map_err(|e| SourceError::Label(format!("{}: {e}", p.fen)))?;
+        encode_tokens_filled(
+            &state,
+            targets.history_fill,
+            &mut batch.inputs[slot * TOKEN_FLOATS..(slot + 1) * TOKEN_FLOATS],
+        );
+        let policy = &mut batch.policy[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+        let legal = &mut batch.legal[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE];
+        for &(i, x) in p.policy.iter() {
+            legal[usize::from(i)] = 1.0;
+            policy[usize::from(i)] = x;
+        }
+        batch.wdl[slot * 3..slot * 3 + 3].copy_from_slice(&p.wdl);
+        let q = p.wdl[0] - p.wdl[2];
+        batch.q[slot] = q;
+        batch.st[slot] = q;
+        batch.moves_left[slot] = p.plies_left.map_or(f32::NAN, f32::from);
+        Ok(true)
+    }
+}

@@ -1,0 +1,212 @@
+//! The `teacher:` source's batches against targets built by hand from the labels: a softmax
+//! of the expected scores at the documented temperature, the legal mask, the teacher's W/D/L
+//! with q = W - L, the plies left (NaN when unknown), and the inputs of the FEN; labels that
+//! do not fit their position are counted and left out.
+
+use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
+use cfzero_teacher::Method;
+use cfzero_teacher::label_file::{Label, LabelEntry, LabelHeader, LabelMove, LabelWriter};
+use cfzero_trainer::sample::{HostBatch, SampleScratch, TargetOptions};
+use cfzero_trainer::source::teacher::{DEFAULT_TEMPERATURE, TeacherLimits, TeacherSource};
+use cfzero_trainer::{SampleSource, Split};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use shakmaty::fen::Fen;
+use shakmaty::{CastlingMode, Chess, Move, Position};
+
+fn header() -> LabelHeader {
+    LabelHeader {
+        engine: "test".into(),
+        options: vec![],
+        limit: "1 nodes".into(),
+        method: Method::MultiPv,
+        source: "epd:test".into(),
+    }
+}
+
+fn legal(fen: &str) -> Vec<Move> {
+    let pos: Chess = fen
+        .parse::<Fen>()
+        .unwrap()
+        .into_position(CastlingMode::Standard)
+        .unwrap();
+    pos.legal_moves().into_iter().collect()
+}
+
+/// Expected scores exactly representable in the file's 1/65535 steps.
+fn q(k: u16) -> f32 {
+    f32::from(k) / 65535.0
+}
+
+#[test]
+fn teacher_batches_are_the_hand_built_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.cfl");
+    let mut w = LabelWriter::open(&path, &header()).unwrap().writer;
+    // K a1 against K h8: Ka2, Kb1, Kb2.
+    let fen = "7k/8/8/8/8/8/8/K7 w - - 0 1";
+    let moves = legal(fen);
+    assert_eq!(moves.len(), 3);
+    let scores = [q(39321), q(36044), q(6554)]; // 0.6, 0.55, 0.1
+    let wdl = [q(26214), q(26214), q(13107)]; // 0.4, 0.4, 0.2
+    w.append(&LabelEntry::Label(Label {
+        fen: fen.into(),
+        plies_left: None,
+        wdl,
+        moves: moves.iter().map(LabelMove::of).zip(scores).collect(),
+        best: 0,
+    }))
+    .unwrap();
+    // Skipped and unfit labels are counted, not trained on.
+    w.append(&LabelEntry::Skipped {
+        fen: "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1".into(),
+        reason: "no legal move".into(),
+    })
+    .unwrap();
+    w.append(&LabelEntry::Label(Label {
+        fen: fen.into(),
+        plies_left: Some(3),
+        wdl,
+        moves: moves[..2].iter().map(LabelMove::of).zip(scores).collect(),
+        best: 0,
+    }))
+    .unwrap();
+    drop(w);
+
+    let limits = TeacherLimits {
+        max_positions: 100,
+        validation_share: 0.0,
+        temperature: DEFAULT_TEMPERATURE,
+    };
+    let source = TeacherSource::open(&path, limits).unwrap();
+    let s = source.stats();
+    assert_eq!(
+        (s.files, s.labels, s.skipped, s.invalid, s.torn),
+        (1, 1, 1, 1, 0)
+    );
+    assert_eq!(source.positions(Split::Training), 1);
+    assert_eq!(source.positions(Split::Validation), 0);
+    assert_eq!(source.describe(), format!("teacher:{}", path.display()));
+
+    let targets = TargetOptions {
+        history_fill: HistoryFill::FenOnly,
+        ..TargetOptions::default()
+    };
+    let mut batch = HostBatch::default();
+    batch.reset(2);
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut scratch = SampleScratch::default();
+    assert!(
+        source
+            .fill(
+                Split::Training,
+                &mut rng,
+                &mut batch,
+                1,
+                &mut scratch,
+                &targets
+            )
+            .unwrap()
+    );
+    // Softmax of (0.6, 0.55, 0.1) at temperature 0.05: weights 1, e^-1, e^-10.
+    let weights = [1.0f64, (-1.0f64).exp(), (-10.0f64).exp()];
+    let total: f64 = weights.iter().sum();
+    let policy = &batch.policy[POLICY_SIZE..];
+    let legal_mask = &batch.legal[POLICY_SIZE..];
+    let state = ChessState::from_fen(fen, HistoryFill::FenOnly).unwrap();
+    let mut indices = Vec::new();
+    for (m, w) in moves.iter().zip(weights) {
+        let i = move_index(m, state.turn());
+        indices.push(i);
+        assert!(
+            (f64::from(policy[i]) - w / total).abs() < 1e-4,
+            "{i}: {}",
+            policy[i]
+        );
+        assert_eq!(legal_mask[i], 1.0);
+    }
+    for i in 0..POLICY_SIZE {
+        if !indices.contains(&i) {
+            assert_eq!((policy[i], legal_mask[i]), (0.0, 0.0), "{i}");
+        }
+    }
+    assert_eq!(&batch.wdl[3..6], &wdl);
+    assert!((batch.q[1] - 0.2).abs() < 1e-4);
+    assert_eq!(batch.q[1], batch.st[1]);
+    assert!(batch.moves_left[1].is_nan());
+    let mut inputs = vec![0.0; TOKEN_FLOATS];
+    encode_tokens_filled(&state, HistoryFill::FenOnly, &mut inputs);
+    assert_eq!(&batch.inputs[TOKEN_FLOATS..], &inputs[..]);
+    // Slot 0 untouched.
+    assert!(batch.policy[..POLICY_SIZE].iter().all(|&x| x == 0.0));
+    // No held-out labels: the validation split is empty.
+    assert!(
+        !source
+            .fill(
+                Split::Validation,
+                &mut rng,
+                &mut batch,
+                0,
+                &mut scratch,
+                &targets
+            )
+            .unwrap()
+    );
+}
+
+#[test]
+fn plies_left_and_the_validation_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.cfl");
+    let mut w = LabelWriter::open(&path, &header()).unwrap().writer;
+    let fen = "k7/8/8/8/8/8/8/KQ6 b - - 0 1";
+    let moves = legal(fen);
+    assert_eq!(moves.len(), 1);
+    for i in 0..10u16 {
+        w.append(&LabelEntry::Label(Label {
+            fen: fen.into(),
+            plies_left: Some(i),
+            wdl: [0.0, 0.0, 1.0],
+            moves: vec![(LabelMove::of(&moves[0]), 0.0)],
+            best: 0,
+        }))
+        .unwrap();
+    }
+    drop(w);
+    let source = TeacherSource::open(
+        dir.path(),
+        TeacherLimits {
+            max_positions: 8,
+            validation_share: 0.25,
+            temperature: DEFAULT_TEMPERATURE,
+        },
+    )
+    .unwrap();
+    // 8 of the 10 read, every fourth held out.
+    assert_eq!(source.positions(Split::Training), 6);
+    assert_eq!(source.positions(Split::Validation), 2);
+    let mut batch = HostBatch::default();
+    batch.reset(1);
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let mut scratch = SampleScratch::default();
+    let targets = TargetOptions::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..200 {
+        source
+            .fill(
+                Split::Validation,
+                &mut rng,
+                &mut batch,
+                0,
+                &mut scratch,
+                &targets,
+            )
+            .unwrap();
+        seen.insert(batch.moves_left[0] as u16);
+        // The only move gets all of the policy; the position is lost for the side to move.
+        assert_eq!(batch.q[0], -1.0);
+        assert_eq!(batch.policy.iter().sum::<f32>(), 1.0);
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![3, 7]);
+}
