@@ -10,11 +10,11 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use cfzero_network::encoding::{InputPlanes, POLICY_SIZE, TOKEN_FLOATS};
 
+use super::held::{HeldSets, held_out};
 use super::{SampleSource, SourceError, Split};
 use crate::config::QTarget;
 use crate::lc0_v6::{
@@ -131,8 +131,7 @@ pub struct SkippedChunk {
 #[derive(Debug)]
 pub struct Lc0Source {
     path: PathBuf,
-    train: Vec<Position>,
-    validation: Vec<Position>,
+    sets: HeldSets<Position>,
     chunks: usize,
 }
 
@@ -153,8 +152,7 @@ impl Lc0Source {
         }
         let mut source = Lc0Source {
             path: path.to_path_buf(),
-            train: Vec::new(),
-            validation: Vec::new(),
+            sets: HeldSets::new(),
             chunks: 0,
         };
         let mut skipped = Vec::new();
@@ -181,7 +179,7 @@ impl Lc0Source {
     }
 
     fn full(&self, limits: &Lc0Limits) -> bool {
-        self.train.len() + self.validation.len() >= limits.max_positions
+        self.sets.len() >= limits.max_positions
     }
 
     fn read_tar(
@@ -223,23 +221,15 @@ impl Lc0Source {
                 return;
             }
         };
-        let share = limits.validation_share.clamp(0.0, 1.0);
-        let i = self.chunks as f64;
+        let held_out = held_out(self.chunks, limits.validation_share);
         self.chunks += 1;
-        let held_out = ((i + 1.0) * share).floor() > (i * share).floor();
-        let room = limits
-            .max_positions
-            .saturating_sub(self.train.len() + self.validation.len());
+        let room = limits.max_positions.saturating_sub(self.sets.len());
         let positions = records
             .iter()
             .filter(|r| !r.marked_for_deletion())
             .take(room)
             .map(Position::of);
-        if held_out {
-            self.validation.extend(positions);
-        } else {
-            self.train.extend(positions);
-        }
+        self.sets.set_mut(held_out).extend(positions);
     }
 
     /// Chunks (games) read.
@@ -280,10 +270,7 @@ impl SampleSource for Lc0Source {
     }
 
     fn positions(&self, split: Split) -> usize {
-        match split {
-            Split::Training => self.train.len(),
-            Split::Validation => self.validation.len(),
-        }
+        self.sets.positions(split)
     }
 
     fn fill(
@@ -295,14 +282,10 @@ impl SampleSource for Lc0Source {
         _scratch: &mut SampleScratch,
         targets: &TargetOptions,
     ) -> Result<bool, SourceError> {
-        let set = match split {
-            Split::Training => &self.train,
-            Split::Validation => &self.validation,
-        };
-        if set.is_empty() {
+        let Some(position) = self.sets.draw(split, rng) else {
             return Ok(false);
-        }
-        set[rng.random_range(0..set.len())].write(batch, slot, targets);
+        };
+        position.write(batch, slot, targets);
         Ok(true)
     }
 }

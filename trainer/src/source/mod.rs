@@ -9,6 +9,7 @@
 //! - positions labelled by a UCI engine ([`teacher::TeacherSource`]);
 //! - a weighted [`Mixture`] of any of these.
 
+mod held;
 pub mod lc0;
 pub mod mixture;
 pub mod pgn;

@@ -14,7 +14,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use cfzero_chess::{ChessState, HistoryFill};
@@ -22,6 +21,7 @@ use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, 
 use cfzero_teacher::label_file::{Label, LabelEntry, LabelFileError, LabelReader};
 use shakmaty::Position as _;
 
+use super::held::{HeldSets, held_out};
 use super::{SampleSource, SourceError, Split};
 use crate::sample::{HostBatch, SampleScratch, TargetOptions};
 
@@ -104,8 +104,7 @@ fn check(label: &Label, temperature: f32) -> Option<Position> {
 #[derive(Debug)]
 pub struct TeacherSource {
     path: PathBuf,
-    train: Vec<Position>,
-    validation: Vec<Position>,
+    sets: HeldSets<Position>,
     stats: TeacherStats,
 }
 
@@ -127,11 +126,9 @@ impl TeacherSource {
         }
         let mut source = TeacherSource {
             path: path.to_path_buf(),
-            train: Vec::new(),
-            validation: Vec::new(),
+            sets: HeldSets::new(),
             stats: TeacherStats::default(),
         };
-        let share = limits.validation_share.clamp(0.0, 1.0);
         let temperature = limits.temperature.max(1e-4);
         'files: for file in files {
             let mut reader = LabelReader::open(&file)?;
@@ -151,13 +148,9 @@ impl TeacherSource {
                     source.stats.invalid += 1;
                     continue;
                 };
-                let i = source.stats.labels as f64;
+                let held_out = held_out(source.stats.labels, limits.validation_share);
                 source.stats.labels += 1;
-                if ((i + 1.0) * share).floor() > (i * share).floor() {
-                    source.validation.push(position);
-                } else {
-                    source.train.push(position);
-                }
+                source.sets.set_mut(held_out).push(position);
             }
             source.stats.torn += usize::from(reader.torn());
         }
@@ -189,10 +182,7 @@ impl SampleSource for TeacherSource {
     }
 
     fn positions(&self, split: Split) -> usize {
-        match split {
-            Split::Training => self.train.len(),
-            Split::Validation => self.validation.len(),
-        }
+        self.sets.positions(split)
     }
 
     fn fill(
@@ -204,14 +194,9 @@ impl SampleSource for TeacherSource {
         _scratch: &mut SampleScratch,
         targets: &TargetOptions,
     ) -> Result<bool, SourceError> {
-        let set = match split {
-            Split::Training => &self.train,
-            Split::Validation => &self.validation,
-        };
-        if set.is_empty() {
+        let Some(p) = self.sets.draw(split, rng) else {
             return Ok(false);
-        }
-        let p = &set[rng.random_range(0..set.len())];
+        };
         // Checked when the source opened.
         let state = ChessState::from_fen(&p.fen, targets.history_fill)
             .map_err(|e| SourceError::Label(format!("{}: {e}", p.fen)))?;
