@@ -390,6 +390,129 @@ fn a_second_trainer_is_refused_and_a_successor_elsewhere_resumes_from_the_store(
     assert!(step(2) > step(1), "steps {} then {}", step(1), step(2));
 }
 
+/// Every object of a run on `store` with its bytes and time: what a write would change.
+fn objects(
+    store: &dyn RunStore,
+) -> std::collections::BTreeMap<String, (Vec<u8>, std::time::SystemTime)> {
+    let mut keys: Vec<String> = ["config.toml", "log.tsv", "trainer.lease"]
+        .map(str::to_owned)
+        .into();
+    for prefix in ["nets", "state", "chunks", "pgn", "tb"] {
+        keys.extend(store.list_after(prefix, None).unwrap());
+    }
+    keys.into_iter()
+        .filter_map(|k| {
+            let bytes = store.get(&k).unwrap()?;
+            let time = store.modified(&k).unwrap()?;
+            Some((k, (bytes, time)))
+        })
+        .collect()
+}
+
+/// Sends `signal` to `child`.
+fn signal(child: &Child, signal: libc::c_int) {
+    // SAFETY: kill(2) on a child of this process that has not been waited for.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    assert_eq!(rc, 0, "kill({}, {signal})", child.id());
+}
+
+#[test]
+fn a_trainer_stalled_past_its_lease_writes_nothing_after_its_successor_took_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = S3Server::start();
+    let store = server.store("fence", "runs/d");
+    let endpoint = server.endpoint();
+    let config = micro_config();
+    let run = "s3://fence/runs/d";
+    let command = |cache: &str, extra: &[&str]| {
+        trainer(
+            &endpoint,
+            tmp.path(),
+            "train",
+            &config,
+            run,
+            &tmp.path().join(cache),
+            extra,
+        )
+    };
+    // The first trainer, with a 3-second lease, publishes a generation or two ...
+    let log = tmp.path().join("stalled.err");
+    let mut stalled = spawn_logging(command("stalled", &["--lease-seconds", "3"]), &log);
+    wait_for(
+        "the first trainer's generation 2",
+        &mut stalled.0,
+        180,
+        || store.get("nets/gen-0002.safetensors").unwrap().is_some(),
+    );
+    // ... and stalls (a GC pause, a closed lid) past its lease.
+    signal(&stalled.0, libc::SIGSTOP);
+    let newest = |store: &dyn RunStore| {
+        store
+            .list_after("nets", None)
+            .unwrap()
+            .iter()
+            .filter_map(|k| {
+                k.strip_prefix("nets/gen-")?
+                    .strip_suffix(".safetensors")?
+                    .parse::<u32>()
+                    .ok()
+            })
+            .max()
+            .unwrap()
+    };
+    let at_stall = newest(&store);
+    std::thread::sleep(Duration::from_millis(3500));
+
+    // A successor on another machine takes the run over and publishes the next generation.
+    let next = at_stall + 1;
+    let err = succeed(command(
+        "successor",
+        &["--generations", &next.to_string(), "--resume"],
+    ));
+    assert!(
+        err.contains(&format!("run {run}: generation {at_stall},")),
+        "the successor resumes from the last published net:\n{err}"
+    );
+    assert!(!err.contains("no trainer state"), "{err}");
+    assert!(
+        err.contains(&format!("stopped at generation {next}")),
+        "{err}"
+    );
+
+    // The stalled trainer wakes: it writes nothing at all and ends with one line.
+    let before = objects(&store);
+    signal(&stalled.0, libc::SIGCONT);
+    let status = wait_exit("the woken trainer", &mut stalled.0, 120);
+    let after = objects(&store);
+    let changed: Vec<&String> = after
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(*v))
+        .map(|(k, _)| k)
+        .chain(before.keys().filter(|k| !after.contains_key(*k)))
+        .collect();
+    assert!(changed.is_empty(), "the woken trainer wrote {changed:?}");
+    assert_eq!(status.code(), Some(1), "{status}");
+    let err = std::fs::read_to_string(&log).unwrap();
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: ") && last.contains(&format!("not writing to {run}")),
+        "{err}"
+    );
+    assert!(last.contains("trainer lease"), "{last}");
+    assert_eq!(newest(&store), next);
+
+    // The successor's run goes on from its own state, untouched by the first trainer.
+    let err = succeed(command(
+        "successor",
+        &["--generations", &(next + 1).to_string(), "--resume"],
+    ));
+    assert!(
+        err.contains(&format!("run {run}: generation {next},")),
+        "{err}"
+    );
+    assert!(!err.contains("no trainer state"), "{err}");
+}
+
 #[test]
 fn workers_lose_only_unfinished_games_when_killed_or_cut_off() {
     let tmp = tempfile::tempdir().unwrap();

@@ -16,7 +16,7 @@ use cfzero_network::checkpoint::{
 use cfzero_network::{Net, parse_device};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::ReplayWindow;
-use cfzero_store::{LocalStore, RunLocation, RunStore};
+use cfzero_store::{FencedStore, LocalStore, RunLocation, RunStore};
 use cfzero_trainer::learner::STEP_KEY;
 use cfzero_trainer::{EventWriter, Learner};
 use cfzero_trainer::{Mixture, SampleSource};
@@ -130,6 +130,16 @@ pub struct Session {
     lease: LeaseKeeper,
 }
 
+/// Whether `err` is a write refused by the trainer lease's fence: the trainer must stop.
+fn is_fenced(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        matches!(
+            e.downcast_ref::<cfzero_store::StoreError>(),
+            Some(cfzero_store::StoreError::Fenced { .. })
+        )
+    })
+}
+
 /// This trainer as the lease names it to a second one: command, process and host.
 fn trainer_name() -> String {
     let host = cfzero_fsutil::host_name().unwrap_or_else(|| "an unknown host".to_owned());
@@ -147,28 +157,35 @@ impl Session {
         if !(args.lease_seconds.is_finite() && args.lease_seconds >= 1.0) {
             user_bail!("--lease-seconds must be at least 1");
         }
-        let (store, mut remote): (Arc<dyn RunStore>, Option<RemoteRun>) = match &location {
-            RunLocation::Local(p) => (Arc::new(LocalStore::new(p)), None),
-            RunLocation::Object(url) => {
-                let store: Arc<dyn RunStore> =
-                    Arc::from(cfzero_store::open(&location).map_err(user_error)?);
-                let cache = cache_dir(args.cache.as_deref(), url);
-                (store.clone(), Some(RemoteRun::new(store, &cache)))
+        let ttl = std::time::Duration::from_secs_f64(args.lease_seconds);
+        // Every request gives up before the fence's margin (a third of the lease) has passed,
+        // so that a write which passed the fence cannot land after the lease expired.
+        let store: Arc<dyn RunStore> = match &location {
+            RunLocation::Local(p) => Arc::new(LocalStore::new(p)),
+            RunLocation::Object(_) => {
+                Arc::from(cfzero_store::open_within(&location, Some(ttl / 4)).map_err(user_error)?)
             }
         };
-        let dir = remote
-            .as_ref()
-            .map_or_else(|| RunDir::new(&args.run), |r| r.dir().clone());
         // One trainer per run, before anything is written: a second `train` or `learn` on
         // this run is refused, naming the first.
-        let ttl = std::time::Duration::from_secs_f64(args.lease_seconds);
-        let lease = LeaseKeeper::acquire(store, &trainer_name(), ttl).map_err(|e| {
+        let lease = LeaseKeeper::acquire(store.clone(), &trainer_name(), ttl).map_err(|e| {
             if e.is_user_error() {
                 user_error(e)
             } else {
                 anyhow::Error::new(e)
             }
         })?;
+        // Everything this trainer writes to the store passes the lease's fence.
+        let mut remote = match &location {
+            RunLocation::Local(_) => None,
+            RunLocation::Object(url) => Some(RemoteRun::new(
+                Arc::new(FencedStore::new(store, lease.fence())),
+                &cache_dir(args.cache.as_deref(), url),
+            )),
+        };
+        let dir = remote
+            .as_ref()
+            .map_or_else(|| RunDir::new(&args.run), |r| r.dir().clone());
         if let Some(r) = &remote {
             // The store is the truth: a cache of a run it no longer holds starts over.
             if !r.pull(&dir.config())? {
@@ -501,7 +518,11 @@ impl Session {
         if let Some(r) = &self.remote
             && let Err(e) = r.push_logs()
         {
-            // The next generation's publication uploads them again.
+            // A fenced trainer stops here; anything else, the next generation's publication
+            // uploads them again.
+            if is_fenced(&e) {
+                return Err(e);
+            }
             eprintln!("warning: uploading the log: {e:#}");
         }
         Ok(())

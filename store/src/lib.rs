@@ -16,6 +16,7 @@
 //!   writes on its ETag) on object storage.
 
 pub mod chunks;
+pub mod fence;
 mod lease;
 pub mod local;
 pub mod location;
@@ -24,6 +25,7 @@ pub mod object;
 use std::time::Duration;
 
 pub use chunks::{ChunkCursor, ChunkName};
+pub use fence::{Fence, FencedStore};
 pub use lease::Lease;
 pub use local::LocalStore;
 pub use location::RunLocation;
@@ -55,6 +57,15 @@ pub enum StoreError {
         run: String,
         /// The new holder.
         holder: String,
+    },
+    /// A trainer's write refused by its fence ([`fence::Fence`]): its lease was taken over,
+    /// or is about to expire or has expired by this machine's clock.
+    #[error("not writing to {run}: {why}")]
+    Fenced {
+        /// The run.
+        run: String,
+        /// Why.
+        why: String,
     },
     /// A local file operation failed.
     #[error("{path}: {source}")]
@@ -149,8 +160,23 @@ pub fn check_key(key: &str) -> Result<(), StoreError> {
 
 /// Opens the store of `location`.
 pub fn open(location: &RunLocation) -> Result<Box<dyn RunStore>, StoreError> {
+    open_within(location, None)
+}
+
+/// Opens the store of `location`; with a `budget`, every write to object storage that takes
+/// longer (retries included) is abandoned ([`ObjectRunStore::set_request_budget`]).
+pub fn open_within(
+    location: &RunLocation,
+    budget: Option<Duration>,
+) -> Result<Box<dyn RunStore>, StoreError> {
     match location {
         RunLocation::Local(path) => Ok(Box::new(LocalStore::new(path))),
-        RunLocation::Object(url) => Ok(Box::new(ObjectRunStore::open(url)?)),
+        RunLocation::Object(url) => {
+            let mut store = ObjectRunStore::open(url)?;
+            if let Some(b) = budget {
+                store.set_request_budget(b);
+            }
+            Ok(Box::new(store))
+        }
     }
 }

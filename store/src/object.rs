@@ -41,6 +41,10 @@ pub struct ObjectRunStore {
     prefix: Path,
     location: String,
     runtime: tokio::runtime::Runtime,
+    /// How long one write (with all its retries) may take before it is abandoned; `None`:
+    /// the retry budget alone bounds it. Reads are never cut short. A trainer sets it below its lease's fencing margin
+    /// ([`crate::fence`]), so that no write it starts can land after its lease expired.
+    budget: Option<Duration>,
 }
 
 /// The retries of every request: exponential backoff from 100 ms to 15 s, for up to 3
@@ -193,6 +197,7 @@ impl ObjectRunStore {
             prefix: Path::from(url.path().trim_matches('/')),
             location,
             runtime,
+            budget: None,
         })
     }
 
@@ -208,7 +213,44 @@ impl ObjectRunStore {
             prefix: Path::from(prefix.trim_matches('/')),
             location: location.to_owned(),
             runtime: io_runtime().expect("a one-thread tokio runtime starts"),
+            budget: None,
         }
+    }
+
+    /// Abandons any write (with its retries) that takes longer than `budget`: it fails with
+    /// a [`StoreError::Backend`] instead, before the budget's end.
+    pub fn set_request_budget(&mut self, budget: Duration) {
+        self.budget = Some(budget);
+    }
+
+    /// Runs one request to its end on the I/O runtime, within `budget` if there is one.
+    fn run<T>(
+        &self,
+        budget: Option<Duration>,
+        request: impl std::future::Future<Output = object_store::Result<T>>,
+    ) -> object_store::Result<T> {
+        let Some(budget) = budget else {
+            return self.runtime.block_on(request);
+        };
+        self.runtime
+            .block_on(async { tokio::time::timeout(budget, request).await })
+            .unwrap_or_else(|_| {
+                Err(object_store::Error::Generic {
+                    store: "cfzero",
+                    source: format!(
+                        "no answer within {:.1} s (abandoned so that it cannot land late)",
+                        budget.as_secs_f64()
+                    )
+                    .into(),
+                })
+            })
+    }
+
+    /// The budget of a request about the lease of time to live `ttl`: a quarter of it at most,
+    /// so that a renewal that fails for good is retried well before the lease expires.
+    fn lease_budget(&self, ttl: Duration) -> Option<Duration> {
+        let quarter = ttl / 4;
+        Some(self.budget.map_or(quarter, |b| b.min(quarter)))
     }
 
     fn path(&self, key: &str) -> Result<Path, StoreError> {
@@ -265,6 +307,7 @@ impl ObjectRunStore {
         &self,
         record: &LeaseRecord,
         mode: PutMode,
+        ttl: Duration,
     ) -> Result<Option<UpdateVersion>, StoreError> {
         let path = self.path(LEASE_KEY)?;
         let bytes = serde_json::to_vec(record).expect("a lease record serializes");
@@ -272,9 +315,10 @@ impl ObjectRunStore {
             mode,
             ..PutOptions::default()
         };
-        let put = self
-            .runtime
-            .block_on(self.store.put_opts(&path, PutPayload::from(bytes), opts));
+        let put = self.run(
+            self.lease_budget(ttl),
+            self.store.put_opts(&path, PutPayload::from(bytes), opts),
+        );
         match put {
             Ok(r) => Ok(Some(UpdateVersion {
                 e_tag: r.e_tag,
@@ -289,9 +333,12 @@ impl ObjectRunStore {
     }
 
     /// The lease object and its version, if there is one.
-    fn read_lease(&self) -> Result<Option<(LeaseRecord, UpdateVersion)>, StoreError> {
+    fn read_lease(
+        &self,
+        ttl: Duration,
+    ) -> Result<Option<(LeaseRecord, UpdateVersion)>, StoreError> {
         let path = self.path(LEASE_KEY)?;
-        let got = self.runtime.block_on(async {
+        let got = self.run(self.lease_budget(ttl), async {
             let r = self.store.get(&path).await?;
             let version = UpdateVersion {
                 e_tag: r.meta.e_tag.clone(),
@@ -339,9 +386,7 @@ impl RunStore for ObjectRunStore {
 
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.path(key)?;
-        let got = self
-            .runtime
-            .block_on(async { self.store.get(&path).await?.bytes().await });
+        let got = self.run(None, async { self.store.get(&path).await?.bytes().await });
         match got {
             Ok(bytes) => Ok(Some(bytes.to_vec())),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -351,7 +396,7 @@ impl RunStore for ObjectRunStore {
 
     fn modified(&self, key: &str) -> Result<Option<SystemTime>, StoreError> {
         let path = self.path(key)?;
-        match self.runtime.block_on(self.store.head(&path)) {
+        match self.run(None, self.store.head(&path)) {
             Ok(meta) => Ok(Some(meta.last_modified.into())),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.backend(key, &e)),
@@ -361,8 +406,7 @@ impl RunStore for ObjectRunStore {
     fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let path = self.path(key)?;
         let payload = PutPayload::from(bytes.to_vec());
-        self.runtime
-            .block_on(self.store.put(&path, payload))
+        self.run(self.budget, self.store.put(&path, payload))
             .map(|_| ())
             .map_err(|e| self.bucket_error(key, &e))
     }
@@ -374,22 +418,27 @@ impl RunStore for ObjectRunStore {
             ..PutOptions::default()
         };
         let payload = PutPayload::from(bytes.to_vec());
-        match self
-            .runtime
-            .block_on(self.store.put_opts(&path, payload, opts))
-        {
+        let put = self.run(self.budget, self.store.put_opts(&path, payload, opts));
+        match put {
             Ok(_) => Ok(true),
+            // "Exists" may be this very write: a first attempt that succeeded but whose answer
+            // was lost (a 5xx, a dropped connection) is retried and then finds its own object.
+            // So is a write whose every attempt seemed to fail. Only other bytes mean another
+            // writer won.
             Err(
                 object_store::Error::AlreadyExists { .. }
                 | object_store::Error::Precondition { .. },
-            ) => Ok(false),
-            Err(e) => Err(self.bucket_error(key, &e)),
+            ) => Ok(self.get(key)?.is_some_and(|there| there == bytes)),
+            Err(e) => match self.get(key) {
+                Ok(Some(there)) if there == bytes => Ok(true),
+                _ => Err(self.bucket_error(key, &e)),
+            },
         }
     }
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         let path = self.path(key)?;
-        match self.runtime.block_on(self.store.delete(&path)) {
+        match self.run(self.budget, self.store.delete(&path)) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.backend(key, &e)),
         }
@@ -400,15 +449,14 @@ impl RunStore for ObjectRunStore {
         let listed = match after {
             Some(a) => {
                 let offset = self.path(a)?;
-                self.runtime.block_on(
+                self.run(
+                    None,
                     self.store
                         .list_with_offset(Some(&dir), &offset)
                         .try_collect::<Vec<_>>(),
                 )
             }
-            None => self
-                .runtime
-                .block_on(self.store.list(Some(&dir)).try_collect::<Vec<_>>()),
+            None => self.run(None, self.store.list(Some(&dir)).try_collect::<Vec<_>>()),
         };
         let metas = listed.map_err(|e| self.bucket_error(prefix, &e))?;
         let mut keys: Vec<String> = metas
@@ -422,15 +470,15 @@ impl RunStore for ObjectRunStore {
 
     fn acquire_lease(&self, holder: &str, ttl: Duration) -> Result<Lease, StoreError> {
         let record = LeaseRecord::new(holder, ttl);
-        let version = match self.write_lease(&record, PutMode::Create)? {
+        let version = match self.write_lease(&record, PutMode::Create, ttl)? {
             Some(v) => v,
             None => {
                 // Someone holds or held it: take it over only if it has expired, and only if
                 // nobody else rewrote it since we read it.
-                let Some((current, current_version)) = self.read_lease()? else {
+                let Some((current, current_version)) = self.read_lease(ttl)? else {
                     // Released between the two requests: try once more from the start.
                     return self
-                        .write_lease(&record, PutMode::Create)?
+                        .write_lease(&record, PutMode::Create, ttl)?
                         .map(|v| lease(holder, ttl, &record, v))
                         .ok_or_else(|| StoreError::Leased {
                             run: self.location.clone(),
@@ -446,7 +494,7 @@ impl RunStore for ObjectRunStore {
                 if !current.expired() && current.holder != holder {
                     return Err(held(&current));
                 }
-                match self.write_lease(&record, PutMode::Update(current_version))? {
+                match self.write_lease(&record, PutMode::Update(current_version), ttl)? {
                     Some(v) => v,
                     None => return Err(held(&current)),
                 }
@@ -464,7 +512,7 @@ impl RunStore for ObjectRunStore {
             e_tag: e_tag.clone(),
             version: version.clone(),
         };
-        match self.write_lease(&record, PutMode::Update(current))? {
+        match self.write_lease(&record, PutMode::Update(current), lease.ttl)? {
             Some(v) => {
                 lease.expires = record.expires();
                 lease.inner = LeaseInner::Object {
@@ -475,7 +523,7 @@ impl RunStore for ObjectRunStore {
             }
             None => {
                 let holder = self
-                    .read_lease()?
+                    .read_lease(lease.ttl)?
                     .map_or_else(|| "nobody (it was deleted)".to_owned(), |(r, _)| r.holder);
                 Err(StoreError::LeaseLost {
                     run: self.location.clone(),
@@ -494,8 +542,12 @@ impl RunStore for ObjectRunStore {
             holder: lease.holder,
             expires_unix_ms: 0,
         };
-        self.write_lease(&record, PutMode::Update(UpdateVersion { e_tag, version }))
-            .map(|_| ())
+        self.write_lease(
+            &record,
+            PutMode::Update(UpdateVersion { e_tag, version }),
+            lease.ttl,
+        )
+        .map(|_| ())
     }
 }
 

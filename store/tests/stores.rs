@@ -8,7 +8,9 @@ mod s3_server;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cfzero_store::{ChunkCursor, ChunkName, LocalStore, ObjectRunStore, RunStore, StoreError};
+use cfzero_store::{
+    ChunkCursor, ChunkName, Fence, FencedStore, LocalStore, ObjectRunStore, RunStore, StoreError,
+};
 use s3_server::S3Server;
 
 /// What every store must do.
@@ -210,4 +212,218 @@ fn a_poll_costs_the_same_however_many_chunks_were_consumed() {
     }
     // One ListObjectsV2 request with start-after, after 12 chunks as after 1,014.
     assert_eq!(polls, [1, 1], "requests per poll");
+}
+
+/// An in-memory object store whose writes, while `lose` is set, answer with a server error:
+/// after landing (a 5xx or a dropped connection after the store committed a write), or
+/// without landing while `land` is unset.
+#[derive(Debug)]
+struct LosesAnswers {
+    inner: object_store::memory::InMemory,
+    lose: std::sync::atomic::AtomicBool,
+    land: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Display for LosesAnswers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LosesAnswers({})", self.inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl object_store::ObjectStore for LosesAnswers {
+    async fn put_opts(
+        &self,
+        location: &object_store::path::Path,
+        payload: object_store::PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        let error = || object_store::Error::Generic {
+            store: "LosesAnswers",
+            source: "500 Internal Server Error".into(),
+        };
+        if !self.land.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(error());
+        }
+        let landed = self.inner.put_opts(location, payload, opts).await?;
+        if self.lose.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(error());
+        }
+        Ok(landed)
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &object_store::path::Path,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &object_store::path::Path,
+        options: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<
+            'static,
+            object_store::Result<object_store::path::Path>,
+        >,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&object_store::path::Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&object_store::path::Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &object_store::path::Path,
+        to: &object_store::path::Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+#[test]
+fn a_create_whose_answer_was_lost_is_still_ours() {
+    let flaky = Arc::new(LosesAnswers {
+        inner: object_store::memory::InMemory::new(),
+        lose: true.into(),
+        land: true.into(),
+    });
+    let store = ObjectRunStore::with_client(flaky.clone(), "runs/x", "memory://runs/x");
+    // The write landed and its answer was a 500: the object holds our bytes, so it is ours
+    // (not "another trainer published this generation").
+    assert!(
+        store
+            .put_if_absent("nets/gen-0001.safetensors", b"ours")
+            .unwrap()
+    );
+    // Asked again (a retry after the lost answer): still ours.
+    assert!(
+        store
+            .put_if_absent("nets/gen-0001.safetensors", b"ours")
+            .unwrap()
+    );
+    // Other bytes there are another writer's, whatever the answer said.
+    assert!(
+        !store
+            .put_if_absent("nets/gen-0001.safetensors", b"theirs")
+            .unwrap()
+    );
+    flaky.lose.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        !store
+            .put_if_absent("nets/gen-0001.safetensors", b"theirs")
+            .unwrap()
+    );
+    assert_eq!(
+        store.get("nets/gen-0001.safetensors").unwrap().as_deref(),
+        Some(&b"ours"[..])
+    );
+    // A write that failed without landing stays a failure.
+    flaky.land.store(false, std::sync::atomic::Ordering::SeqCst);
+    match store.put_if_absent("nets/gen-0002.safetensors", b"x") {
+        Err(StoreError::Backend { message, .. }) => assert!(message.contains("500"), "{message}"),
+        other => panic!("a write that never landed: {other:?}"),
+    }
+    assert_eq!(store.get("nets/gen-0002.safetensors").unwrap(), None);
+}
+
+/// What a fenced store lets through while its lease of `ttl` lives, stalls and is lost.
+fn fence_suite(raw: Arc<dyn RunStore>, ttl: Duration) {
+    let mut lease = raw.acquire_lease("fenced@host1", ttl).unwrap();
+    let fence = Arc::new(Fence::new(raw.location(), &lease));
+    assert_eq!(fence.margin(), ttl / 3);
+    let fenced = FencedStore::new(raw.clone(), fence.clone());
+    fenced.put("log.tsv", b"1").unwrap();
+    assert!(
+        fenced
+            .put_if_absent("nets/gen-0001.safetensors", b"1")
+            .unwrap()
+    );
+    // No renewal for longer than the lease less the margin (a stalled trainer): every write
+    // is refused and nothing reaches the store; reads still work.
+    std::thread::sleep(ttl - fence.margin() + Duration::from_millis(100));
+    let refused = |e: Result<(), StoreError>| match e {
+        Err(e @ StoreError::Fenced { .. }) => {
+            assert!(e.to_string().contains("trainer lease"), "{e}");
+        }
+        other => panic!("a fenced write went through: {other:?}"),
+    };
+    refused(fenced.put("log.tsv", b"2"));
+    refused(
+        fenced
+            .put_if_absent("nets/gen-0002.safetensors", b"2")
+            .map(|_| ()),
+    );
+    refused(fenced.delete("log.tsv"));
+    assert_eq!(fenced.get("log.tsv").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(raw.get("nets/gen-0002.safetensors").unwrap(), None);
+    // Past the expiry the message says so.
+    std::thread::sleep(fence.margin() + Duration::from_millis(100));
+    match fenced.put("log.tsv", b"3") {
+        Err(e) => assert!(e.to_string().contains("expired"), "{e}"),
+        Ok(()) => panic!("a write after the expiry went through"),
+    }
+    // Renewed (nobody took it over meanwhile): writes go out again.
+    raw.renew_lease(&mut lease).unwrap();
+    fence.renewed(&lease);
+    fenced.put("log.tsv", b"4").unwrap();
+    // Lost: nothing goes out, however much time the lease seems to have.
+    fence.lose("taken over by next@host2");
+    match fenced.put("log.tsv", b"5") {
+        Err(e) => assert!(e.to_string().contains("next@host2"), "{e}"),
+        Ok(()) => panic!("a write after the loss went through"),
+    }
+    assert_eq!(raw.get("log.tsv").unwrap().as_deref(), Some(&b"4"[..]));
+}
+
+#[test]
+fn a_fenced_store_writes_only_while_its_lease_lives() {
+    let server = S3Server::start();
+    fence_suite(
+        Arc::new(server.store("fence", "runs/f")),
+        Duration::from_millis(1500),
+    );
+    fence_suite(
+        Arc::new(ObjectRunStore::with_client(
+            Arc::new(object_store::memory::InMemory::new()),
+            "runs/f",
+            "memory://runs/f",
+        )),
+        Duration::from_millis(1500),
+    );
+}
+
+#[test]
+fn a_directory_lease_never_fences() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw: Arc<dyn RunStore> = Arc::new(LocalStore::new(&dir.path().join("run")));
+    let lease = raw
+        .acquire_lease("local@host1", Duration::from_millis(10))
+        .unwrap();
+    let fenced = FencedStore::new(raw.clone(), Arc::new(Fence::new(raw.location(), &lease)));
+    // An OS lock is held until the process ends: no expiry to fence on.
+    std::thread::sleep(Duration::from_millis(50));
+    fenced.put("log.tsv", b"1").unwrap();
+    assert_eq!(raw.get("log.tsv").unwrap().as_deref(), Some(&b"1"[..]));
 }
