@@ -65,6 +65,27 @@ fn trainer(
     cfzero_s3(endpoint, home, &args)
 }
 
+/// `cfzero selfplay --device cpu --run RUN --cache CACHE EXTRA...` against `endpoint`.
+fn selfplay_worker(
+    endpoint: &str,
+    home: &Path,
+    run: &str,
+    cache: &Path,
+    extra: &[&str],
+) -> Command {
+    let mut args = vec![
+        "selfplay",
+        "--device",
+        "cpu",
+        "--run",
+        run,
+        "--cache",
+        cache.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    cfzero_s3(endpoint, home, &args)
+}
+
 /// Runs `cmd` to its end and asserts that it succeeded; its stderr.
 fn succeed(mut cmd: Command) -> String {
     let out = cmd.output().expect("cfzero runs");
@@ -232,24 +253,12 @@ fn a_trainer_and_two_workers_share_a_run_on_s3() {
         .map(|w| {
             let cache = tmp.path().join(w);
             Killed(
-                cfzero_s3(
+                selfplay_worker(
                     &endpoint,
                     tmp.path(),
-                    &[
-                        "selfplay",
-                        "--device",
-                        "cpu",
-                        "--run",
-                        run,
-                        "--worker",
-                        w,
-                        "--cache",
-                        cache.to_str().unwrap(),
-                        "--chunk-games",
-                        "4",
-                        "--chunk-seconds",
-                        "5",
-                    ],
+                    run,
+                    &cache,
+                    &["--worker", w, "--chunk-games", "4", "--chunk-seconds", "5"],
                 )
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -390,6 +399,99 @@ fn a_second_trainer_is_refused_and_a_successor_elsewhere_resumes_from_the_store(
     assert!(step(2) > step(1), "steps {} then {}", step(1), step(2));
 }
 
+#[test]
+fn every_chunk_is_ingested_whatever_the_workers_clocks_and_host_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = S3Server::start();
+    let store = server.store("clocks", "runs/e");
+    let endpoint = server.endpoint();
+    let config = micro_config();
+    let run = "s3://clocks/runs/e";
+    let trainer_cache = tmp.path().join("trainer");
+    let mut learn = spawn_logging(
+        trainer(
+            &endpoint,
+            tmp.path(),
+            "learn",
+            &config,
+            run,
+            &trainer_cache,
+            &["--generations", "1000"],
+        ),
+        &tmp.path().join("learn.err"),
+    );
+    wait_for("the run's first net", &mut learn.0, 60, || {
+        store.get("nets/gen-0000.safetensors").unwrap().is_some()
+    });
+    // Two workers on machines of one name (this one), no --worker: one with a clock 10
+    // minutes fast, one on time.
+    let worker = |name: &str, offset_ms: i64| {
+        let cache = tmp.path().join(name);
+        let mut cmd = selfplay_worker(
+            &endpoint,
+            tmp.path(),
+            run,
+            &cache,
+            &["--chunk-games", "2", "--chunk-seconds", "2"],
+        );
+        cmd.env(
+            cfzero_store::chunks::CLOCK_OFFSET_VAR,
+            offset_ms.to_string(),
+        );
+        spawn_logging(cmd, &tmp.path().join(format!("{name}.err")))
+    };
+    let mut fast = worker("fast", 600_000);
+    let mut on_time = worker("on_time", 0);
+    let workers_of = |store: &dyn RunStore| {
+        let mut per: std::collections::BTreeMap<String, usize> = Default::default();
+        for k in store.list_after("chunks", None).unwrap() {
+            *per.entry(ChunkName::parse(&k).unwrap().worker).or_default() += 1;
+        }
+        per
+    };
+    wait_for("three chunks of each worker", &mut fast.0, 240, || {
+        let per = workers_of(&store);
+        per.len() == 2 && per.values().all(|&n| n >= 3)
+    });
+    assert!(
+        on_time.0.try_wait().unwrap().is_none(),
+        "the second worker ended"
+    );
+    drop(fast);
+    drop(on_time);
+    let per = workers_of(&store);
+    let host = |name: &str| name.rsplit_once('_').map(|(h, _)| h.to_owned());
+    let names: Vec<&String> = per.keys().collect();
+    assert_eq!(host(names[0]), host(names[1]), "one host name: {names:?}");
+    assert_ne!(names[0], names[1], "two worker names");
+
+    // Every chunk on the store, of both workers, reaches the trainer's cache.
+    let keys = store.list_after("chunks", None).unwrap();
+    let missing = |keys: &[String]| -> Vec<String> {
+        let cached: std::collections::BTreeSet<String> = files_under(&trainer_cache)
+            .iter()
+            .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+            .collect();
+        keys.iter()
+            .filter(|k| !cached.contains(&format!("{}.cfzg", ChunkName::parse(k).unwrap().stem())))
+            .cloned()
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !missing(&keys).is_empty() && Instant::now() < deadline {
+        assert!(learn.0.try_wait().unwrap().is_none(), "the trainer ended");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let lost = missing(&keys);
+    assert!(
+        lost.is_empty(),
+        "{} of {} chunks not ingested: {lost:?}",
+        lost.len(),
+        keys.len()
+    );
+    eprintln!("chunks lost: 0 of {} ({per:?})", keys.len());
+}
+
 /// Every object of a run on `store` with its bytes and time: what a write would change.
 fn objects(
     store: &dyn RunStore,
@@ -511,6 +613,83 @@ fn a_trainer_stalled_past_its_lease_writes_nothing_after_its_successor_took_over
         "{err}"
     );
     assert!(!err.contains("no trainer state"), "{err}");
+
+    // The run's games export from its URL, as from a directory: every game of every chunk.
+    let games_on_store: usize = chunks(&store).iter().map(|(_, g)| g.len()).sum();
+    let out = tmp.path().join("v6");
+    let err = succeed(cfzero_s3(
+        &endpoint,
+        tmp.path(),
+        &[
+            "export-data",
+            "--run",
+            run,
+            "--cache",
+            tmp.path().join("export").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
+    assert!(
+        err.contains(&format!("exported {games_on_store} games")),
+        "{games_on_store} games on the store:\n{err}"
+    );
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), games_on_store);
+}
+
+#[test]
+fn bench_learn_trains_a_run_on_object_storage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = S3Server::start();
+    let store = server.store("bench", "runs/l");
+    let endpoint = server.endpoint();
+    let run = "s3://bench/runs/l";
+    let bench = || {
+        cfzero_s3(
+            &endpoint,
+            tmp.path(),
+            &[
+                "bench",
+                "learn",
+                "--config",
+                "configs/micro.toml",
+                "--device",
+                "cpu",
+                "--minutes",
+                "0.1",
+                "--run",
+                run,
+                "--games",
+                "2",
+                "--max-plies",
+                "60",
+                "--json",
+            ],
+        )
+        .current_dir(repo_root())
+        .output()
+        .unwrap()
+    };
+    let out = bench();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["run"], run);
+    let g = report["training"]["generations"].as_u64().unwrap();
+    assert!(
+        store
+            .get(&format!("nets/gen-{g:04}.safetensors"))
+            .unwrap()
+            .is_some(),
+        "the final net is on the store: {report}"
+    );
+    assert_eq!(report["vs_greedy"]["games"], 2, "{report}");
+    // It trains from zero only.
+    let out = bench();
+    assert_user_error_output("a second bench learn", &out, "holds a run already");
 }
 
 #[test]

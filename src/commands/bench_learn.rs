@@ -29,8 +29,10 @@ use crate::error::user_error;
 use crate::run::deadline::parse_minutes;
 use crate::run::dir::RunDir;
 use crate::run::progress::bar;
+use crate::run::remote::cache_dir;
 use crate::run::session::{RunArgs, stop_on_ctrl_c};
 use crate::user_bail;
+use cfzero_store::RunLocation;
 
 /// Arguments of `cfzero bench learn`.
 #[derive(Debug, Args)]
@@ -41,8 +43,9 @@ pub struct LearnBenchArgs {
     /// Training budget in minutes of wall clock (fractions allowed), as `cfzero train --minutes`.
     #[arg(long, allow_negative_numbers = true)]
     pub minutes: f64,
-    /// Run directory of the training; it must not hold anything yet (default:
-    /// `runs/bench-learn-<unix time>`). It stays a normal, resumable run.
+    /// The run of the training, a directory or a URL (`s3://BUCKET/PREFIX`, ...); it must
+    /// not hold anything yet (default: `runs/bench-learn-<unix time>`). It stays a normal,
+    /// resumable run.
     #[arg(long)]
     pub run: Option<PathBuf>,
     /// Games against each opponent (each opening with both colours, in file order).
@@ -135,12 +138,26 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         );
     }
     let run_dir = args.run.clone().unwrap_or_else(default_run_dir);
-    if !is_fresh(&run_dir) {
-        user_bail!(
-            "run directory {} is not empty: bench learn trains from zero",
-            run_dir.display()
-        );
-    }
+    // The run may be a URL, like every run: the final net is then read from its cache.
+    let location = RunLocation::parse(&run_dir.to_string_lossy()).map_err(user_error)?;
+    let local_dir = match &location {
+        RunLocation::Local(p) => {
+            if !is_fresh(p) {
+                user_bail!(
+                    "run directory {} is not empty: bench learn trains from zero",
+                    p.display()
+                );
+            }
+            p.clone()
+        }
+        RunLocation::Object(url) => {
+            let store = cfzero_store::open(&location).map_err(user_error)?;
+            if store.get("config.toml")?.is_some() || !store.list_after("nets", None)?.is_empty() {
+                user_bail!("{url} holds a run already: bench learn trains from zero");
+            }
+            cache_dir(None, url)
+        }
+    };
     let search = play_search(Some(&args.config))?;
 
     let run_args = RunArgs {
@@ -172,7 +189,7 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
     // The limit set the stop flag; from here on only Ctrl-C sets it.
     stop.store(false, Ordering::SeqCst);
 
-    let net_path = RunDir::new(&run_dir).net(outcome.generation);
+    let net_path = RunDir::new(&local_dir).net(outcome.generation);
     config.run.use_inference_threads();
     let device = cfzero_network::parse_device(&args.device).map_err(user_error)?;
     let handle = serve_net(

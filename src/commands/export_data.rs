@@ -16,6 +16,9 @@ use clap::{Args, ValueEnum};
 use crate::error::user_error;
 use crate::run::dir::RunDir;
 use crate::run::progress::bar;
+use crate::run::remote::{RemoteRun, cache_dir};
+use cfzero_store::{RunLocation, RunStore};
+use std::sync::Arc;
 
 /// Training data formats written.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -27,9 +30,13 @@ pub enum DataFormat {
 /// Arguments of `cfzero export-data`.
 #[derive(Debug, Args)]
 pub struct ExportDataArgs {
-    /// The run whose games are exported.
+    /// The run whose games are exported: a directory or a URL (`s3://BUCKET/PREFIX`, ...).
     #[arg(long)]
     pub run: PathBuf,
+    /// Object storage: the local cache the games are downloaded into (default
+    /// `~/.cache/cfzero/runs/<run>`, or under `$CFZERO_CACHE`).
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "lc0-v6")]
     pub format: DataFormat,
@@ -41,7 +48,23 @@ pub struct ExportDataArgs {
 /// Runs `cfzero export-data`.
 pub fn run(args: &ExportDataArgs) -> Result<()> {
     let DataFormat::Lc0V6 = args.format;
-    let games_dir = RunDir::new(&args.run).root().join("games");
+    // A run on object storage is read through its cache, like every run.
+    let location = RunLocation::parse(&args.run.to_string_lossy()).map_err(user_error)?;
+    let root = match &location {
+        RunLocation::Local(p) => p.clone(),
+        RunLocation::Object(url) => {
+            let store: Arc<dyn RunStore> =
+                Arc::from(cfzero_store::open(&location).map_err(user_error)?);
+            let remote = RemoteRun::new(store, &cache_dir(args.cache.as_deref(), url));
+            let pulled = remote.pull_games()?;
+            eprintln!(
+                "{pulled} chunk(s) of games downloaded from {url} into {}",
+                remote.dir().root().display()
+            );
+            remote.dir().root().to_owned()
+        }
+    };
+    let games_dir = RunDir::new(&root).root().join("games");
     if !games_dir.is_dir() {
         return Err(user_error(format!(
             "{}: not a run directory with games (no {})",
@@ -51,7 +74,7 @@ pub fn run(args: &ExportDataArgs) -> Result<()> {
     }
     // The run's convention for the history before a FEN start: its newest net's (a resumed
     // run keeps its nets' convention), else its frozen config's.
-    let dir = RunDir::new(&args.run);
+    let dir = RunDir::new(&root);
     let fill = match dir.published()?.last() {
         Some(&g) => {
             read_net_config(&dir.net(g))

@@ -45,8 +45,9 @@ pub struct SelfplayArgs {
     #[arg(long)]
     pub run: PathBuf,
     /// Name of this worker, unique among the workers of the run: letters, digits, `_` and
-    /// `.` (default: host and process id; on object storage the host, with `.2`, `.3`, ...
-    /// for further workers on one machine).
+    /// `.` (default: host and process id; on object storage the host and a random part
+    /// chosen once per cache and kept in its `worker-id`, with `.2`, `.3`, ... for further
+    /// workers on one machine, so that two machines of one name never share a name).
     #[arg(long)]
     pub worker: Option<String>,
     /// Stop after this many games (default: no limit).
@@ -209,6 +210,45 @@ fn host_worker_name() -> String {
         .collect()
 }
 
+/// The worker name of the run cached in `cache` when none is given: the host name and a
+/// random part, chosen once and kept in the cache (`worker-id`), so that two machines of the
+/// same name never share a name (the trainer tells bundles apart by worker) while a worker
+/// restarted on the same cache keeps its name and its spool. A cache of an older version,
+/// whose spool is named after the host alone, keeps that name.
+fn default_worker_name(cache: &Path) -> Result<String> {
+    let file = cache.join("worker-id");
+    let read = |f: &Path| {
+        std::fs::read_to_string(f)
+            .ok()
+            .map(|t| t.trim().to_owned())
+            .filter(|n| valid_worker_name(n) && n.len() <= 58)
+    };
+    if let Some(name) = read(&file) {
+        return Ok(name);
+    }
+    let host = host_worker_name();
+    let name = if cache.join("spool").join(&host).is_dir() {
+        host
+    } else {
+        format!("{host}_{:08x}", rand::random::<u32>())
+    };
+    std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
+    // Created only if absent (a hard link of a finished file), so that two workers starting
+    // together on one cache agree on the name.
+    let tmp = cfzero_fsutil::temporary_path(&file);
+    std::fs::write(&tmp, format!("{name}\n"))
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    let linked = std::fs::hard_link(&tmp, &file);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(name),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            read(&file).with_context(|| format!("{} holds no worker name", file.display()))
+        }
+        Err(e) => Err(e).with_context(|| format!("creating {}", file.display())),
+    }
+}
+
 /// The worker on object storage: plays into its spool, a thread uploads.
 fn run_on_object_store(args: &SelfplayArgs, url: &Url) -> Result<()> {
     // No request yet: a worker with a cache plays on while the store is down.
@@ -312,7 +352,10 @@ fn run_on_object_store(args: &SelfplayArgs, url: &Url) -> Result<()> {
 
 /// The worker's name and its spool: `--worker`'s, or the first free of HOST, HOST.2, ...
 fn open_spool(args: &SelfplayArgs, cache: &Path) -> Result<(String, Spool)> {
-    let base = args.worker.clone().unwrap_or_else(host_worker_name);
+    let base = match &args.worker {
+        Some(w) => w.clone(),
+        None => default_worker_name(cache)?,
+    };
     for i in 1..=64 {
         let name = if i == 1 {
             base.clone()

@@ -37,9 +37,13 @@ pub const OWN_WORKER: &str = "trainer";
 /// The key of the trainer's chunk cursor.
 pub const CURSOR_KEY: &str = "state/chunk-cursor.json";
 
-/// How late an upload may land after a later one was seen: the longest upload plus the clock
-/// differences between the machines of a run.
+/// The window of the chunk cursor's quick polls: an upload landing later than this after a
+/// later one was seen (a slow upload, or clocks that differ by more) waits for the next full
+/// listing.
 pub const CHUNK_GRACE: Duration = Duration::from_secs(300);
+
+/// How often the trainer lists every chunk, to find those the quick polls cannot see.
+pub const FULL_LISTING_EVERY: Duration = Duration::from_secs(60);
 
 /// The cache directory of the run at `url`.
 pub fn cache_dir(explicit: Option<&Path>, url: &Url) -> PathBuf {
@@ -65,6 +69,8 @@ pub struct RemoteRun {
     store: Arc<dyn RunStore>,
     dir: RunDir,
     cursor: ChunkCursor,
+    /// When the chunks were last listed in full (`None`: not yet by this process).
+    last_full_listing: Option<std::time::Instant>,
 }
 
 impl RemoteRun {
@@ -74,6 +80,7 @@ impl RemoteRun {
             store,
             dir: RunDir::new(cache),
             cursor: ChunkCursor::new(CHUNK_GRACE),
+            last_full_listing: None,
         }
     }
 
@@ -166,6 +173,30 @@ impl RemoteRun {
         }
         self.pull(&self.dir.root().join("ladder").join("results.json"))?;
         Ok(())
+    }
+
+    /// What reading a run's games needs (`cfzero export-data`): the config, the newest net
+    /// and every chunk of games, into the cache's `games/` (what the cache has already is
+    /// kept). Returns the chunks downloaded.
+    pub fn pull_games(&self) -> Result<usize> {
+        self.pull(&self.dir.config())?;
+        if let Some(g) = self.newest_net()? {
+            self.pull_net(g)?;
+        }
+        let mut pulled = 0;
+        for key in self.store.list_after(CHUNKS, None)? {
+            let Some(name) = ChunkName::parse(&key) else {
+                continue;
+            };
+            let local = self.chunk_path(&name);
+            if !local.exists()
+                && let Some(bytes) = self.store.get(&key)?
+            {
+                write_local(&local, &bytes)?;
+                pulled += 1;
+            }
+        }
+        Ok(pulled)
     }
 
     /// Downloads net `g` into the cache unless it is there; `false` if the store lacks it.
@@ -277,10 +308,30 @@ impl RemoteRun {
 
     /// Downloads the chunks that arrived since the last call into the cache; chunks of
     /// `skip_worker` (the trainer's own games, in the cache already) are only marked read.
-    /// Returns the chunks downloaded.
+    /// A quick poll of the cursor's window, and a full listing of every chunk at the first
+    /// call and then at least every [`FULL_LISTING_EVERY`]: whatever it finds behind the
+    /// window (a worker's slow clock, a slow upload) is ingested too, with a note. Returns the
+    /// chunks downloaded.
     pub fn ingest(&mut self, skip_worker: Option<&str>) -> Result<usize> {
+        let full = self
+            .last_full_listing
+            .is_none_or(|t| t.elapsed() >= FULL_LISTING_EVERY);
+        let (keys, listing) = if full {
+            let listing = self.cursor.poll_all(self.store.as_ref())?;
+            self.last_full_listing = Some(std::time::Instant::now());
+            if listing.behind > 0 {
+                eprintln!(
+                    "note: {} chunk(s) found behind the chunk cursor (a worker's clock or upload is more than {} s late): ingested",
+                    listing.behind,
+                    self.cursor.grace().as_secs()
+                );
+            }
+            (listing.new.clone(), Some(listing))
+        } else {
+            (self.cursor.poll(self.store.as_ref())?, None)
+        };
         let mut pulled = 0;
-        for key in self.cursor.poll(self.store.as_ref())? {
+        for key in keys {
             let Some(name) = ChunkName::parse(&key) else {
                 continue;
             };
@@ -293,6 +344,9 @@ impl RemoteRun {
                 }
             }
             self.cursor.consume(&key);
+        }
+        if let Some(listing) = listing {
+            self.cursor.compact(&listing.all);
         }
         Ok(pulled)
     }

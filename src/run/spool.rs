@@ -7,6 +7,7 @@
 //! SPOOL/bundling/<bundle>-g0004/...    games being bundled into a chunk (moved here first)
 //! SPOOL/outbox/<bundle>-g0004-n32-p5120.cfzg (+ .pgn)   chunks waiting for upload
 //! SPOOL/next-index                     the next game number (it seeds the games)
+//! SPOOL/last-bundle                    the newest bundle time used (a bundle is always later)
 //! SPOOL/lock                           held by the worker that owns the spool
 //! ```
 //!
@@ -119,8 +120,10 @@ impl Spool {
             let Some(generation) = generation_of(&dir) else {
                 continue;
             };
-            // A bundle time of its own, later than any before it.
-            let mut bundle = now_ms();
+            // A bundle time of its own, later than any before it even if the clock stepped
+            // back: the trainer relies on a worker's bundles arriving in increasing order
+            // (cfzero_store::chunks::ChunkCursor::compact), and the outbox uploads in order.
+            let mut bundle = now_ms().max(self.last_bundle()? + 1);
             while self
                 .root
                 .join("bundling")
@@ -134,6 +137,9 @@ impl Spool {
                 .root
                 .join("bundling")
                 .join(bundle_dir(bundle, generation));
+            let last = self.root.join("last-bundle");
+            write_file_atomically(&last, bundle.to_string().as_bytes())
+                .with_context(|| format!("writing {}", last.display()))?;
             std::fs::create_dir_all(&target)
                 .with_context(|| format!("creating {}", target.display()))?;
             for f in files {
@@ -145,6 +151,22 @@ impl Spool {
             made += 1;
         }
         Ok(made)
+    }
+
+    /// The newest bundle time this worker used (0 for none): the one recorded, or any
+    /// in the bundling directory or the outbox.
+    fn last_bundle(&self) -> Result<u64> {
+        let recorded = std::fs::read_to_string(self.root.join("last-bundle"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let bundling = list(&self.root.join("bundling"))?
+            .iter()
+            .filter_map(|d| parse_bundle_dir(d.file_name()?.to_str()?).map(|(b, _)| b))
+            .max()
+            .unwrap_or(0);
+        let outbox = self.outbox()?.iter().map(|o| o.bundle).max().unwrap_or(0);
+        Ok(recorded.max(bundling).max(outbox))
     }
 
     /// Writes the chunk of a bundling directory to the outbox (unless it is there already)
@@ -391,6 +413,19 @@ mod tests {
         assert!(spool.outbox().unwrap().is_empty());
         assert_eq!(store.list_after("pgn", None).unwrap().len(), 2);
         assert_eq!(spool.outbox_bytes(), 0);
+
+        // Bundles only increase, even after their upload and a clock that stepped back (here:
+        // bundle times far ahead of the clock, as from a clock that ran fast before).
+        let ahead = now_ms() + 3_600_000;
+        std::fs::write(root.join("last-bundle"), ahead.to_string()).unwrap();
+        for g in [3, 4] {
+            std::fs::create_dir_all(spool.games_dir(g)).unwrap();
+        }
+        write_records(&spool.games_dir(3).join("w-g00005.cfzg"), &[game()]).unwrap();
+        write_records(&spool.games_dir(4).join("w-g00006.cfzg"), &[game()]).unwrap();
+        assert_eq!(spool.bundle().unwrap(), 2);
+        let bundles: Vec<u64> = spool.outbox().unwrap().iter().map(|o| o.bundle).collect();
+        assert_eq!(bundles, vec![ahead + 1, ahead + 2]);
     }
 
     #[test]

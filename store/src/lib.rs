@@ -24,7 +24,7 @@ pub mod object;
 
 use std::time::Duration;
 
-pub use chunks::{ChunkCursor, ChunkName};
+pub use chunks::{ChunkCursor, ChunkName, FullListing};
 pub use fence::{Fence, FencedStore};
 pub use lease::Lease;
 pub use local::LocalStore;

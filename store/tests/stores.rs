@@ -427,3 +427,42 @@ fn a_directory_lease_never_fences() {
     fenced.put("log.tsv", b"1").unwrap();
     assert_eq!(raw.get("log.tsv").unwrap().as_deref(), Some(&b"1"[..]));
 }
+
+#[test]
+fn a_full_listing_finds_what_the_quick_polls_cannot_see() {
+    let store = ObjectRunStore::with_client(
+        Arc::new(object_store::memory::InMemory::new()),
+        "runs/x",
+        "memory://runs/x",
+    );
+    let now = cfzero_store::chunks::now_ms();
+    let chunk = |ms: u64, worker: &str, bundle: u64| ChunkName {
+        uploaded_ms: ms,
+        generation: 1,
+        worker: worker.to_owned(),
+        bundle,
+        games: 1,
+        positions: 10,
+    };
+    let mut cursor = ChunkCursor::new(Duration::from_secs(300));
+    let on_time = chunk(now, "on_time", now).key();
+    store.put(&on_time, b"games").unwrap();
+    for k in cursor.poll(&store).unwrap() {
+        cursor.consume(&k);
+    }
+    // A worker whose clock runs 10 minutes slow: its key lies before the quick polls' window.
+    let slow = chunk(now - 600_000, "slow", now - 600_000).key();
+    store.put(&slow, b"games").unwrap();
+    assert!(cursor.poll(&store).unwrap().is_empty());
+    let full = cursor.poll_all(&store).unwrap();
+    assert_eq!(full.new, vec![slow.clone()]);
+    assert_eq!(full.behind, 1);
+    assert_eq!(full.all.len(), 2);
+    cursor.consume(&slow);
+    cursor.compact(&full.all);
+    // Consumed once: neither listing offers it again, nor the same bundle uploaded again.
+    let again = chunk(now + 1, "slow", now - 600_000).key();
+    store.put(&again, b"games").unwrap();
+    assert!(cursor.poll(&store).unwrap().is_empty());
+    assert!(cursor.poll_all(&store).unwrap().new.is_empty());
+}
