@@ -38,6 +38,104 @@ pub struct Config {
     /// The generation loop of `cfzero train`.
     #[serde(default)]
     pub run: RunConfig,
+    /// A UCI engine that labels a share of the self-play positions (`cfzero train`); none
+    /// by default.
+    #[serde(default)]
+    pub teacher: TeacherConfig,
+}
+
+/// The `[teacher]` table: a UCI engine beside self-play (docs/METHODS.md §9). It labels a
+/// share of the positions each generation's games reach, as they arrive, with its value of
+/// the position and of every legal move; training then draws `weight` of its samples from
+/// those labels (the teacher's targets) and the rest from the replay window (the search's),
+/// which blends the two targets in expectation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TeacherConfig {
+    /// The engine's command line (e.g. `/usr/games/stockfish`); empty: no teacher.
+    pub engine: String,
+    /// UCI options of the engine, `Name = "value"` (e.g. `Threads = "1"`, `Hash = "16"`,
+    /// `UCI_ShowWDL = "true"`).
+    pub options: std::collections::BTreeMap<String, String>,
+    /// Nodes per position (used unless `movetime_ms` or `depth` is set).
+    pub nodes: u64,
+    /// Milliseconds per position instead of nodes.
+    pub movetime_ms: Option<u64>,
+    /// Plies of depth per position instead of nodes.
+    pub depth: Option<u32>,
+    /// How every legal move's value is obtained: `multi_pv` (one search) or `search_moves`
+    /// (one search per move).
+    pub method: cfzero_teacher::Method,
+    /// Engine processes (each takes a core's share from self-play while it works).
+    pub processes: usize,
+    /// Seconds an engine may take for one answer before it is restarted.
+    pub timeout_seconds: u64,
+    /// Tries per position before it is given up.
+    pub attempts: usize,
+    /// Share of each generation's self-play positions sent to the engine.
+    pub share: f64,
+    /// Share of the training samples drawn from the teacher's labels at generation 1.
+    pub weight: f64,
+    /// The weight is multiplied by this each generation (1: constant).
+    pub decay: f64,
+    /// Temperature of the softmax over the moves' expected scores (the policy target).
+    pub temperature: f64,
+}
+
+impl Default for TeacherConfig {
+    fn default() -> Self {
+        TeacherConfig {
+            engine: String::new(),
+            options: std::collections::BTreeMap::new(),
+            nodes: 1000,
+            movetime_ms: None,
+            depth: None,
+            method: cfzero_teacher::Method::MultiPv,
+            processes: 1,
+            timeout_seconds: 60,
+            attempts: 3,
+            share: 0.25,
+            weight: 0.5,
+            decay: 1.0,
+            temperature: f64::from(cfzero_trainer::source::teacher::DEFAULT_TEMPERATURE),
+        }
+    }
+}
+
+impl TeacherConfig {
+    /// Whether a teacher is configured.
+    pub fn enabled(&self) -> bool {
+        !self.engine.trim().is_empty()
+    }
+
+    /// The budget of each search.
+    pub fn limit(&self) -> cfzero_selfplay::uci_client::UciLimit {
+        use cfzero_selfplay::uci_client::UciLimit;
+        match (self.movetime_ms, self.depth) {
+            (Some(ms), _) => UciLimit::Movetime(ms),
+            (_, Some(d)) => UciLimit::Depth(d),
+            _ => UciLimit::Nodes(self.nodes),
+        }
+    }
+
+    /// The weight of the teacher's labels in the training of generation `g` (1-based).
+    pub fn weight_at(&self, g: u32) -> f64 {
+        self.weight * self.decay.powi(g.saturating_sub(1) as i32)
+    }
+
+    /// Checks the `[teacher]` table's ranges.
+    fn validate(&self) -> std::result::Result<(), InvalidSetting> {
+        InvalidSetting::at_least("nodes", self.nodes, 1)?;
+        InvalidSetting::at_least("movetime_ms", self.movetime_ms.unwrap_or(1), 1)?;
+        InvalidSetting::at_least("depth", u64::from(self.depth.unwrap_or(1)), 1)?;
+        InvalidSetting::at_least("processes", self.processes as u64, 1)?;
+        InvalidSetting::at_least("timeout_seconds", self.timeout_seconds, 1)?;
+        InvalidSetting::at_least("attempts", self.attempts as u64, 1)?;
+        InvalidSetting::in_range("share", self.share, 0.0, true, 1.0)?;
+        InvalidSetting::in_range("weight", self.weight, 0.0, false, 1.0)?;
+        InvalidSetting::in_range("decay", self.decay, 0.0, true, 1.0)?;
+        InvalidSetting::in_range("temperature", self.temperature, 0.0, true, f64::INFINITY)
+    }
 }
 
 fn default_window() -> WindowConfig {
@@ -273,6 +371,7 @@ impl Config {
             ("window", self.window.validate()),
             ("train", self.train.validate()),
             ("run", self.run.validate()),
+            ("teacher", self.teacher.validate()),
         ];
         for (table, result) in tables {
             result.map_err(|e| InvalidConfig::new(table, e))?;

@@ -23,12 +23,7 @@ use shakmaty::{CastlingMode, Chess, EnPassantMode, Move, Position};
 
 /// The test engine's command line.
 fn engine() -> String {
-    let root = repo_root();
-    format!(
-        "{} {}",
-        root.join(".venv/bin/python").display(),
-        root.join("tests/engines/scripted_uci.py").display()
-    )
+    scripted_engine()
 }
 
 fn uci(m: &Move) -> String {

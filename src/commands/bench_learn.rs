@@ -48,6 +48,10 @@ pub struct LearnBenchArgs {
     /// resumable run.
     #[arg(long)]
     pub run: Option<PathBuf>,
+    /// A UCI engine that labels a share of the self-play positions during the training (see
+    /// `cfzero train --teacher`; the config's `[teacher]` table says how).
+    #[arg(long, value_name = "COMMAND")]
+    pub teacher: Option<String>,
     /// Games against each opponent (each opening with both colours, in file order).
     #[arg(long, default_value_t = 100)]
     pub games: usize,
@@ -171,6 +175,7 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         minutes: Some(args.minutes),
         device: args.device.clone(),
         init_from: None,
+        teacher: args.teacher.clone(),
     };
     eprintln!(
         "bench learn: training {} from zero for {} minutes into {}",

@@ -20,6 +20,7 @@ use crate::run::data::{self, DataOptions, DataSpec};
 use crate::run::deadline::{Deadline, parse_minutes};
 use crate::run::progress::spinner;
 use crate::run::session::{RunArgs, Session, stop_on_ctrl_c};
+use crate::user_bail;
 
 /// Arguments of `cfzero learn`.
 #[derive(Debug, Args)]
@@ -69,6 +70,11 @@ pub fn run(learn: &LearnArgs) -> Result<()> {
     // A bad limit must not leave a new run directory behind.
     if let Some(m) = args.minutes {
         parse_minutes(m)?;
+    }
+    if args.teacher.is_some() {
+        user_bail!(
+            "--teacher labels self-play positions as `cfzero train` plays them; for `learn`, label positions with `cfzero label` and train on them with --data teacher:FILE"
+        );
     }
     if !learn.data.is_empty() {
         return run_on_data(learn);

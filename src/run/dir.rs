@@ -85,6 +85,11 @@ impl RunDir {
         )
     }
 
+    /// The teacher's label files (`cfzero train` with a teacher).
+    pub fn teacher(&self) -> PathBuf {
+        self.root.join("teacher")
+    }
+
     /// TensorBoard log directory.
     pub fn tensorboard(&self) -> PathBuf {
         self.root.join("tb")

@@ -11,4 +11,5 @@ pub mod remote;
 pub mod selfplay_phase;
 pub mod session;
 pub mod spool;
+pub mod teacher_feed;
 pub mod uploader;

@@ -212,7 +212,7 @@ impl RemoteRun {
     /// left by an earlier run of the same URL). Only the run layout's own entries go, never
     /// anything else in a `--cache` directory.
     pub fn clear_cache(&self) -> Result<()> {
-        for sub in ["nets", "games", "pgn", "state", "tb"] {
+        for sub in ["nets", "games", "pgn", "state", "tb", "teacher"] {
             let d = self.dir.root().join(sub);
             if d.exists() {
                 std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;

@@ -75,6 +75,11 @@ pub struct RunArgs {
     /// Start from this net (e.g. an imported Lc0 net) instead of random weights.
     #[arg(long)]
     pub init_from: Option<PathBuf>,
+    /// `cfzero train`: a UCI engine (its command line, e.g. `/usr/games/stockfish`) that
+    /// labels a share of the self-play positions; the config's `[teacher]` table says how.
+    /// Recorded in the run's frozen config.
+    #[arg(long, value_name = "COMMAND")]
+    pub teacher: Option<String>,
 }
 
 impl RunArgs {
@@ -151,7 +156,10 @@ impl Session {
     /// Creates the run directory (or resumes the run in it) and loads the newest net, the
     /// trainer state and every game on disk.
     pub fn open(args: &RunArgs) -> Result<Session> {
-        let config = Config::load(&args.config)?;
+        let mut config = Config::load(&args.config)?;
+        if let Some(engine) = &args.teacher {
+            config.teacher.engine = engine.clone();
+        }
         let device = parse_device(&args.device).map_err(user_error)?;
         let location = args.location()?;
         if !(args.lease_seconds.is_finite() && args.lease_seconds >= 1.0) {

@@ -28,6 +28,17 @@ impl Drop for Killed {
     }
 }
 
+/// The command line of the scripted UCI engine of the teacher tests
+/// (`tests/engines/scripted_uci.py` under the venv's Python, which has python-chess).
+pub fn scripted_engine() -> String {
+    let root = repo_root();
+    format!(
+        "{} {}",
+        root.join(".venv/bin/python").display(),
+        root.join("tests/engines/scripted_uci.py").display()
+    )
+}
+
 /// The workspace root.
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

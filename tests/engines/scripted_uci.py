@@ -14,6 +14,12 @@ A position with a "fault" misbehaves the first time it is searched (a marker fil
 SCRIPTED_UCI_STATE records that), and every time when SCRIPTED_UCI_ALWAYS=1:
 hang (no answer), die (exit), garbage (junk lines and a junk bestmove), illegal (a
 bestmove that is not legal). SCRIPTED_UCI_DELAY_MS delays each answer.
+
+A table with the key "*" answers every position it does not list by a rule (python-chess
+finds the legal moves): a move's score is 100 cp per pawn of material the mover is ahead
+after it (pawn 1, knight and bishop 3, rook 5, queen 9) plus (the sum of the character codes
+of its UCI text) mod 13, and the best move is the highest-scored (the first in UCI order
+among equals).
 """
 import hashlib
 import json
@@ -43,6 +49,22 @@ def line(depth, k, move, score, extra=""):
         depth, depth, k, score_text(score), wdl, extra, move)
 
 
+def by_rule(fen):
+    import chess
+    board = chess.Board(fen)
+    values = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9,
+              chess.KING: 0}
+    moves = {}
+    for m in sorted(board.legal_moves, key=lambda m: m.uci()):
+        after = board.copy()
+        after.push(m)
+        ahead = sum(values[p.piece_type] * (1 if p.color == board.turn else -1)
+                    for p in after.piece_map().values())
+        moves[m.uci()] = {"cp": 100 * ahead + sum(map(ord, m.uci())) % 13}
+    best = max(moves, key=lambda u: key(moves[u]))
+    return {"moves": moves, "best": best}
+
+
 def out(text):
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
@@ -70,6 +92,8 @@ def main():
             fen = cmd[len("position fen "):].split(" moves ")[0].strip()
         elif cmd.startswith("go"):
             entry = table.get(fen)
+            if entry is None and "*" in table:
+                entry = by_rule(fen)
             if entry is None:
                 out("info string unknown position")
                 out("bestmove 0000")

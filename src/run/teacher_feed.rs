@@ -1,0 +1,334 @@
+//! A teacher beside self-play (`cfzero train` with `[teacher]` or `--teacher`): a pool of UCI
+//! engine processes labels a share of each generation's self-play positions as they arrive,
+//! on its own thread, into `RUN/teacher/labels-NN.cfl`; training reads the labels through the
+//! `teacher:` data source ([`cfzero_trainer::source::teacher::TeacherSource`]).
+//!
+//! Self-play never waits for the engines: positions go into a queue, the newest first to the
+//! engines, and when the engines fall behind by more than [`MAX_BACKLOG`] positions the oldest
+//! queued ones are dropped (counted).
+//! Labels are appended as they come (one framed entry each, as `cfzero label` writes them), so a
+//! trainer killed at any point keeps every whole label; a resumed run appends to the newest
+//! file when the teacher's settings are the same and starts a new file when they changed.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use cfzero_selfplay::GameRecord;
+use cfzero_selfplay::replay::replay;
+use cfzero_teacher::label_file::{LabelEntry, LabelFileError, LabelHeader, LabelWriter};
+use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::config::TeacherConfig;
+use crate::error::user_error;
+
+/// Positions waiting for an engine beyond which the oldest are dropped.
+pub const MAX_BACKLOG: usize = 20_000;
+/// Positions handed to the pool at once per engine process (the rest wait in the backlog).
+const IN_FLIGHT_PER_PROCESS: usize = 4;
+/// How often the label file is flushed to disk.
+const SYNC_EVERY: Duration = Duration::from_secs(10);
+
+/// What the teacher has done since the trainer started.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FeedStats {
+    /// Positions handed to the teacher.
+    pub queued: u64,
+    /// Labels written.
+    pub labels: u64,
+    /// Positions the engine gave up on (written as skipped).
+    pub skipped: u64,
+    /// Positions dropped because the engines were behind.
+    pub dropped: u64,
+    /// Engine restarts and other handled faults.
+    pub warnings: u64,
+    /// Positions waiting (queued, not yet answered).
+    pub waiting: u64,
+    /// Seconds since the teacher started.
+    pub seconds: f64,
+}
+
+impl FeedStats {
+    /// Labels (and skipped positions) per second since the start.
+    pub fn labels_per_second(&self) -> f64 {
+        (self.labels + self.skipped) as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// The engines and the thread that feeds them and writes their labels.
+#[derive(Debug)]
+pub struct TeacherFeed {
+    jobs: Option<Sender<Vec<Job>>>,
+    stats: Arc<Mutex<FeedStats>>,
+    failed: Arc<Mutex<Option<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    dir: PathBuf,
+    share: f64,
+    seed: u64,
+    next_index: u64,
+}
+
+/// The teacher's engines, started (before the run is opened, so that a command that does not
+/// run leaves nothing behind).
+#[derive(Debug)]
+pub struct TeacherEngines {
+    pool: EnginePool,
+    header: LabelHeader,
+    processes: usize,
+    share: f64,
+}
+
+impl TeacherEngines {
+    /// Starts the engines of `config`; one that does not start is a user error (exit 2).
+    pub fn start(config: &TeacherConfig) -> Result<TeacherEngines> {
+        let options: Vec<(String, String)> = config
+            .options
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let limit = config.limit();
+        let pool = EnginePool::start(&PoolOptions {
+            command: config.engine.clone(),
+            options: options.clone(),
+            limit,
+            method: config.method,
+            processes: config.processes,
+            timeout: Duration::from_secs(config.timeout_seconds),
+            attempts: config.attempts,
+        })
+        .map_err(|e| user_error(format!("the teacher ({}): {e}", config.engine)))?;
+        Ok(TeacherEngines {
+            pool,
+            header: LabelHeader {
+                engine: config.engine.clone(),
+                options,
+                limit: limit.to_string(),
+                method: config.method,
+                source: "cfzero train: self-play positions".to_owned(),
+            },
+            processes: config.processes,
+            share: config.share,
+        })
+    }
+}
+
+impl TeacherFeed {
+    /// Starts feeding `engines` from a thread, writing labels under `dir`.
+    pub fn start(engines: TeacherEngines, dir: &Path, seed: u64) -> Result<TeacherFeed> {
+        let TeacherEngines {
+            pool,
+            header,
+            processes,
+            share,
+        } = engines;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let writer = open_writer(dir, &header)?;
+        eprintln!(
+            "teacher: {} ({}, {:?}, {processes} process(es)) labels {:.0}% of the self-play positions into {}",
+            pool.name(),
+            header.limit,
+            header.method,
+            share * 100.0,
+            dir.display()
+        );
+        let (jobs, receiver) = channel();
+        let stats = Arc::new(Mutex::new(FeedStats::default()));
+        let failed = Arc::new(Mutex::new(None));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (stats, failed, stop) = (stats.clone(), failed.clone(), stop.clone());
+            let in_flight = processes * IN_FLIGHT_PER_PROCESS;
+            std::thread::Builder::new()
+                .name("teacher".into())
+                .spawn(move || {
+                    let mut feeder = Feeder {
+                        pool,
+                        writer,
+                        receiver,
+                        backlog: VecDeque::new(),
+                        in_flight: 0,
+                        max_in_flight: in_flight,
+                        stats,
+                        started: Instant::now(),
+                    };
+                    if let Err(e) = feeder.run(&stop) {
+                        eprintln!("warning: the teacher stopped: {e:#}; training goes on with the labels written so far");
+                        *failed.lock().expect("never poisoned") = Some(format!("{e:#}"));
+                    }
+                })
+                .context("starting the teacher's thread")?
+        };
+        Ok(TeacherFeed {
+            jobs: Some(jobs),
+            stats,
+            failed,
+            stop,
+            thread: Some(thread),
+            dir: dir.to_owned(),
+            share,
+            seed,
+            next_index: 0,
+        })
+    }
+
+    /// Where the labels are written (a `teacher:` source reads the directory).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Hands the teacher its share of the positions of `games`, the games of generation
+    /// `generation` (chosen by a generator seeded by the run's seed and the generation, so a
+    /// rerun chooses the same). Never waits for the engines.
+    pub fn offer(&mut self, games: &[GameRecord], generation: u32) {
+        let mut rng = ChaCha8Rng::seed_from_u64(
+            self.seed ^ 0x7465_6163_6865_7200 ^ u64::from(generation).rotate_left(32),
+        );
+        let mut batch = Vec::new();
+        for game in games {
+            let len = game.positions.len();
+            // A game that does not replay has no position to offer; the window refuses it too.
+            let _ = replay(game, |ply, state, _, _| {
+                if rng.random::<f64>() < self.share {
+                    batch.push(Job {
+                        index: self.next_index,
+                        fen: state.fen(),
+                        plies_left: Some(u16::try_from(len - ply).unwrap_or(u16::MAX - 1)),
+                    });
+                    self.next_index += 1;
+                }
+            });
+        }
+        if let Some(jobs) = &self.jobs
+            && !batch.is_empty()
+        {
+            // Fails only when the thread has ended, which `failed` reports.
+            let _ = jobs.send(batch);
+        }
+    }
+
+    /// What the teacher has done so far.
+    pub fn stats(&self) -> FeedStats {
+        *self.stats.lock().expect("never poisoned")
+    }
+
+    /// Why the teacher stopped, if it did (every engine failed, or its file could not be
+    /// written).
+    pub fn failed(&self) -> Option<String> {
+        self.failed.lock().expect("never poisoned").clone()
+    }
+}
+
+impl Drop for TeacherFeed {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Opens the newest `labels-NN.cfl` of `dir` if it was written with `header`, else the next.
+fn open_writer(dir: &Path, header: &LabelHeader) -> Result<LabelWriter> {
+    let name = |n: u32| dir.join(format!("labels-{n:02}.cfl"));
+    let mut n = 0;
+    while name(n + 1).exists() {
+        n += 1;
+    }
+    if n > 0 {
+        match LabelWriter::open(&name(n), header) {
+            Ok(r) => {
+                if r.cut {
+                    eprintln!(
+                        "teacher: cut off a partial last label of {} (a killed run)",
+                        name(n).display()
+                    );
+                }
+                return Ok(r.writer);
+            }
+            // The teacher's settings changed: their labels go to a file of their own.
+            Err(LabelFileError::OtherSettings { .. }) => {}
+            Err(e) => return Err(user_error(e)),
+        }
+    }
+    LabelWriter::open(&name(n + 1), header)
+        .map(|r| r.writer)
+        .map_err(user_error)
+}
+
+/// The feeding thread's state.
+struct Feeder {
+    pool: EnginePool,
+    writer: LabelWriter,
+    receiver: Receiver<Vec<Job>>,
+    backlog: VecDeque<Job>,
+    in_flight: usize,
+    max_in_flight: usize,
+    stats: Arc<Mutex<FeedStats>>,
+    started: Instant,
+}
+
+impl Feeder {
+    /// Feeds the engines and writes their labels until `stop` (then drops what waits).
+    fn run(&mut self, stop: &AtomicBool) -> Result<()> {
+        let mut last_sync = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            let mut dropped = 0;
+            let mut queued = 0;
+            while let Ok(batch) = self.receiver.try_recv() {
+                queued += batch.len() as u64;
+                self.backlog.extend(batch);
+            }
+            while self.backlog.len() > MAX_BACKLOG {
+                self.backlog.pop_front();
+                dropped += 1;
+            }
+            while self.in_flight < self.max_in_flight {
+                let Some(job) = self.backlog.pop_back() else {
+                    break;
+                };
+                self.pool.submit(job);
+                self.in_flight += 1;
+            }
+            let (mut labels, mut skipped, mut warnings) = (0, 0, 0);
+            match self.pool.next_event(Duration::from_millis(100)) {
+                Some(PoolEvent::Done(_, entry)) => {
+                    self.in_flight -= 1;
+                    match entry {
+                        LabelEntry::Label(_) => labels += 1,
+                        LabelEntry::Skipped { .. } => skipped += 1,
+                    }
+                    self.writer.append(&entry)?;
+                }
+                Some(PoolEvent::Warning(_)) => warnings += 1,
+                Some(PoolEvent::Failed(_, job)) => self.pool.submit(job),
+                None => {}
+            }
+            if self.pool.all_failed() {
+                anyhow::bail!("every engine failed and could not be restarted");
+            }
+            if last_sync.elapsed() >= SYNC_EVERY {
+                self.writer.sync()?;
+                last_sync = Instant::now();
+            }
+            let mut s = self.stats.lock().expect("never poisoned");
+            s.queued += queued;
+            s.dropped += dropped;
+            s.labels += labels;
+            s.skipped += skipped;
+            s.warnings += warnings;
+            s.waiting = (self.backlog.len() + self.in_flight) as u64;
+            s.seconds = self.started.elapsed().as_secs_f64();
+        }
+        self.writer.sync()?;
+        Ok(())
+    }
+}

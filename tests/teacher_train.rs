@@ -1,0 +1,266 @@
+//! `cfzero train` with a teacher beside self-play, against the scripted UCI engine
+//! (`tests/engines/scripted_uci.py` with a `"*"` table: it values every legal move of any
+//! position by a fixed rule): the self-play positions are labelled as they arrive, with the
+//! engine's values, into the run's label file; training mixes them in at the teacher's
+//! weight and logs labels, weight and agreement; a slow teacher never holds self-play up; a
+//! teacher that does not start is a one-line error that leaves no run behind.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use cfzero_selfplay::record::read_records;
+use cfzero_selfplay::replay::replay;
+use cfzero_teacher::label_file::{LabelEntry, LabelReader};
+use common::*;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::{CastlingMode, Chess, Move, Position, Role};
+
+/// `micro.toml` with a `[teacher]` table that sends every self-play position to the engine.
+fn config(dir: &Path) -> PathBuf {
+    let mut text = std::fs::read_to_string(micro_config()).unwrap();
+    text.push_str("\n[teacher]\nshare = 1.0\nweight = 0.5\nprocesses = 1\nnodes = 1\n");
+    let path = dir.join("teacher.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `cfzero train --teacher <scripted engine>` for `generations` on `run`, the engine's table
+/// answering every position by its rule, with `env` set.
+fn train_with_teacher(
+    dir: &Path,
+    run: &Path,
+    generations: u32,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> Output {
+    let table = dir.join("table.json");
+    std::fs::write(&table, r#"{"*": {}}"#).unwrap();
+    let mut cmd = cfzero(&[
+        "train",
+        "--device",
+        "cpu",
+        "--config",
+        config(dir).to_str().unwrap(),
+        "--run",
+        run.to_str().unwrap(),
+        "--generations",
+        &generations.to_string(),
+        "--teacher",
+        &scripted_engine(),
+    ]);
+    cmd.args(extra);
+    cmd.env("SCRIPTED_UCI_TABLE", &table);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "train failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The entries of every label file of the run.
+fn labels(run: &Path) -> Vec<LabelEntry> {
+    let mut out = Vec::new();
+    for f in files_under(&run.join("teacher")) {
+        let mut r = LabelReader::open(&f).unwrap();
+        while let Some(e) = r.next_entry().unwrap() {
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// The FEN of every position the run's games reached (before each move).
+fn game_positions(run: &Path) -> Vec<String> {
+    let mut fens = Vec::new();
+    for f in files_under(&run.join("games")) {
+        if f.extension().is_some_and(|e| e == "cfzg") {
+            for game in read_records(&f).unwrap() {
+                replay(&game, |_, state, _, _| fens.push(state.fen())).unwrap();
+            }
+        }
+    }
+    fens
+}
+
+/// The scripted engine's rule, written out again: the move after which the mover is most
+/// material ahead (100 cp a pawn), plus the sum of its UCI text's character codes mod 13;
+/// the first in UCI order among equals.
+fn rule_best(position: &Chess) -> String {
+    let value = |r: Role| match r {
+        Role::Pawn => 1,
+        Role::Knight | Role::Bishop => 3,
+        Role::Rook => 5,
+        Role::Queen => 9,
+        Role::King => 0,
+    };
+    let mover = position.turn();
+    let mut moves: Vec<(String, Move)> = position
+        .legal_moves()
+        .into_iter()
+        .map(|m| (UciMove::from_move(m, CastlingMode::Standard).to_string(), m))
+        .collect();
+    moves.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut best: Option<(i64, String)> = None;
+    for (text, m) in moves {
+        let after = position.clone().play(m).unwrap();
+        let ahead: i64 = after
+            .board()
+            .iter()
+            .map(|(_, p)| {
+                let v = value(p.role);
+                if p.color == mover { v } else { -v }
+            })
+            .sum();
+        let score = 100 * ahead + text.bytes().map(i64::from).sum::<i64>() % 13;
+        if best.as_ref().is_none_or(|(s, _)| score > *s) {
+            best = Some((score, text));
+        }
+    }
+    best.unwrap().1
+}
+
+#[test]
+fn train_labels_its_positions_beside_self_play_and_learns_from_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let out = train_with_teacher(tmp.path(), &run, 3, &[], &[]);
+
+    // Labels of the run's own positions, each the engine's answer.
+    let entries = labels(&run);
+    let reached: BTreeSet<String> = game_positions(&run).into_iter().collect();
+    assert!(!entries.is_empty(), "no label written");
+    for e in &entries {
+        let LabelEntry::Label(label) = e else {
+            panic!("a position was skipped: {e:?}")
+        };
+        assert!(
+            reached.contains(&label.fen),
+            "{} is no position of the run",
+            label.fen
+        );
+        let position: Chess = label
+            .fen
+            .parse::<Fen>()
+            .unwrap()
+            .into_position(CastlingMode::Standard)
+            .unwrap();
+        assert_eq!(
+            label.moves.len(),
+            position.legal_moves().len(),
+            "{}",
+            label.fen
+        );
+        let best = label.moves[label.best].0.to_move(&position).unwrap();
+        assert_eq!(
+            UciMove::from_move(best, CastlingMode::Standard).to_string(),
+            rule_best(&position),
+            "{}",
+            label.fen
+        );
+    }
+
+    // The log says how many labels, at what weight, and how often the net agrees.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("gen ")).collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    for l in &lines {
+        assert!(l.contains(" | teacher "), "{l}");
+    }
+    assert!(
+        lines[2].contains("weight 0.50") && lines[2].contains(" agree "),
+        "{}",
+        lines[2]
+    );
+    let (events, _) = read_tensorboard(&run.join("tb"));
+    let at = |tag: &str, step: u64| {
+        events
+            .iter()
+            .find(|e| e.tag == tag && e.step == step)
+            .unwrap_or_else(|| panic!("no {tag} at {step}"))
+            .value
+    };
+    assert_eq!(at("teacher/weight", 3), 0.5);
+    assert!(at("teacher/labels", 3) >= 1.0);
+    let agreement = at("teacher/agreement", 3);
+    assert!((0.0..=1.0).contains(&agreement), "{agreement}");
+    assert!(at("teacher/labels_per_second", 3) > 0.0);
+
+    // A resumed run appends to the same label file and keeps what it had.
+    let before = entries.len();
+    train_with_teacher(tmp.path(), &run, 4, &[], &["--resume"]);
+    let files = files_under(&run.join("teacher"));
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(labels(&run).len() > before);
+}
+
+#[test]
+fn a_slow_teacher_never_holds_self_play_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    // Each answer takes half a second: labelling every position would take minutes.
+    train_with_teacher(
+        tmp.path(),
+        &run,
+        3,
+        &[("SCRIPTED_UCI_DELAY_MS", "500")],
+        &[],
+    );
+    let offered = game_positions(&run).len();
+    let labelled = labels(&run).len();
+    assert!(
+        labelled * 2 < offered,
+        "{labelled} of {offered} positions labelled: self-play waited for the teacher"
+    );
+}
+
+#[test]
+fn a_teacher_that_does_not_start_is_a_one_line_error_and_leaves_no_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let out = cfzero(&[
+        "train",
+        "--device",
+        "cpu",
+        "--config",
+        config(tmp.path()).to_str().unwrap(),
+        "--run",
+        run.to_str().unwrap(),
+        "--generations",
+        "1",
+        "--teacher",
+        "/nonexistent/engine",
+    ])
+    .output()
+    .unwrap();
+    assert_user_error_output(
+        "a missing teacher",
+        &out,
+        "the teacher (/nonexistent/engine)",
+    );
+    assert!(!run.exists(), "a run directory was left behind");
+    // `learn` has no self-play to label.
+    let out = cfzero(&[
+        "learn",
+        "--device",
+        "cpu",
+        "--config",
+        config(tmp.path()).to_str().unwrap(),
+        "--run",
+        run.to_str().unwrap(),
+        "--teacher",
+        "/usr/games/stockfish",
+    ])
+    .output()
+    .unwrap();
+    assert_user_error_output("learn --teacher", &out, "cfzero label");
+}
