@@ -8,7 +8,6 @@
 //! that of a run never killed.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -72,8 +71,6 @@ pub struct LabelArgs {
 
 /// Positions in memory at once beyond those the engines work on.
 const IN_FLIGHT_PER_PROCESS: usize = 8;
-/// How often a plain progress line is printed when stderr is not a terminal.
-const PLAIN_PROGRESS: Duration = Duration::from_secs(10);
 
 /// The positions of `spec`, as (FEN, plies left in its game).
 fn positions(spec: &str, max: usize) -> Result<Vec<(String, Option<u16>)>> {
@@ -198,9 +195,7 @@ pub fn run(args: &LabelArgs) -> Result<()> {
     let stop = stop_on_ctrl_c();
     let total = positions.len();
     let progress = bar((total - done) as u64, "label", "positions");
-    let plain = !std::io::stderr().is_terminal();
     let started = Instant::now();
-    let mut last_line = Instant::now();
     let mut next = done;
     let mut written = done;
     let mut ready: BTreeMap<u64, LabelEntry> = BTreeMap::new();
@@ -252,15 +247,6 @@ pub fn run(args: &LabelArgs) -> Result<()> {
                 .with_context(|| format!("writing {}", args.out.display()))?;
             written += 1;
             progress.inc(1);
-        }
-        if plain && last_line.elapsed() >= PLAIN_PROGRESS {
-            last_line = Instant::now();
-            let rate = (written - done) as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            let eta = (total - written) as f64 / rate.max(1e-9);
-            eprintln!(
-                "label: {written}/{total} positions, {rate:.1}/s, ETA {:.0} s",
-                eta
-            );
         }
     }
     progress.finish_and_clear();

@@ -1,6 +1,7 @@
 //! The self-play phase of a generation: actors play games with the newest net; each
 //! finished game is written at once as its own record file.
 
+use std::cell::Cell;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -318,13 +319,29 @@ pub fn play(
         generation: generation.saturating_sub(1),
         seed: config.run.seed ^ worker_seed(worker) ^ (u64::from(generation) << 32) ^ (first << 8),
     };
-    let pb = bar(games as u64, "selfplay", "games");
-    let message = |live: &Live| {
-        format!(
-            "{:.0} pos/s, avg batch {:.1}",
-            live.positions as f64 / live.seconds.max(1e-9),
+    // The bar counts positions, not games: all games play at once and most end near the
+    // phase's end, so finished games say little about the time left. The total is the games
+    // times their mean length so far (half the length cap before the first one ends).
+    let prior_length = f64::from(config.selfplay.max_plies.max(2)) / 2.0;
+    let expected = |finished: u64, positions: u64| -> u64 {
+        let mean = if finished > 0 {
+            positions as f64 / finished as f64
+        } else {
+            prior_length
+        };
+        (games as f64 * mean).round() as u64
+    };
+    let pb = bar(expected(0, 0), "selfplay", "positions");
+    pb.set_message(format!("0/{games} games, avg batch 0.0"));
+    let (finished, finished_positions) = (Cell::new(0u64), Cell::new(0u64));
+    let show = |live: &Live| {
+        let finished = finished.get();
+        pb.set_length(expected(finished, finished_positions.get()).max(live.positions + 1));
+        pb.set_position(live.positions);
+        pb.set_message(format!(
+            "{finished}/{games} games, avg batch {:.1}",
             live.inference.average_batch()
-        )
+        ));
     };
     let mut index = first;
     let outcome = run_actors(
@@ -361,11 +378,12 @@ pub fn play(
             summary.resignations +=
                 u64::from(game.record.termination == cfzero_selfplay::Termination::Resignation);
             summary.resign_samples.extend(game.resign_samples);
-            pb.inc(1);
-            pb.set_message(message(live));
+            finished.set(finished.get() + 1);
+            finished_positions.set(finished_positions.get() + game.record.positions.len() as u64);
+            show(live);
             Ok(())
         },
-        |live| pb.set_message(message(live)),
+        show,
     );
     pb.finish_and_clear();
     let outcome = outcome?;
