@@ -113,22 +113,40 @@ pub struct ActorId {
     pub seed: u64,
 }
 
-/// Plays `games` games with `evaluator`, up to `config.games_per_actor` at a time, and hands
-/// each finished game to `on_game` as soon as it ends. Every move played is counted in
-/// `moves`. Stops early (dropping unfinished games) when `stop` is set or `moves` reaches its
-/// limit. `openings` are FENs; empty means the standard start position.
-#[allow(clippy::too_many_arguments)]
+/// What a stream of self-play plays: how many games, from which openings (FENs; empty means
+/// the standard start position), as whom, and when it stops: when `stop` is set or `moves`
+/// (every move played is counted there) reaches its limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Assignment<'a> {
+    /// Games to play.
+    pub games: usize,
+    /// Opening FENs, drawn at random per game.
+    pub openings: &'a [String],
+    /// The net's generation and the seed.
+    pub id: ActorId,
+    /// Set to stop (unfinished games are dropped).
+    pub stop: &'a AtomicBool,
+    /// Every move played, with an optional limit.
+    pub moves: &'a MoveCount,
+}
+
+/// Plays `work.games` games with `evaluator`, up to `config.games_per_actor` at a time, and
+/// hands each finished game to `on_game` as soon as it ends (see [`Assignment`] for when it
+/// stops early).
 pub fn play_games<E: Evaluator<ChessState>>(
     config: &SelfplayConfig,
     search: &SearchConfig,
     evaluator: &E,
-    openings: &[String],
-    id: ActorId,
-    games: usize,
-    stop: &AtomicBool,
-    moves: &MoveCount,
+    work: Assignment,
     mut on_game: impl FnMut(FinishedGame, &ActorStats),
 ) -> Result<ActorStats, SelfplayError> {
+    let Assignment {
+        games,
+        openings,
+        id,
+        stop,
+        moves,
+    } = work;
     let mut rng = ChaCha8Rng::seed_from_u64(id.seed);
     let mut driver: Driver<ChessState> = Driver::new(search.clone(), config.cache_entries);
     let mut stats = ActorStats::default();

@@ -19,7 +19,9 @@ pub mod targets;
 pub mod uci_client;
 pub mod window;
 
-pub use actor::{ActorId, ActorStats, FinishedGame, MoveCount, SelfplayError, play_games};
+pub use actor::{
+    ActorId, ActorStats, Assignment, FinishedGame, MoveCount, SelfplayError, play_games,
+};
 pub use config::SelfplayConfig;
 pub use record::{GameRecord, PositionRecord, RecordError};
 pub use result::{GameResult, Termination};

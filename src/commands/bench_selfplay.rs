@@ -14,7 +14,7 @@ use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::{InferenceHandle, Net, parse_device};
 use cfzero_selfplay::openings::read_openings;
-use cfzero_selfplay::{ActorId, MoveCount};
+use cfzero_selfplay::{ActorId, Assignment, MoveCount};
 use clap::Args;
 use serde::Serialize;
 use tch::Device;
@@ -218,17 +218,21 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
         ));
     };
     let (mut finished, mut finished_plies) = (0u64, 0u64);
-    let outcome = run_actors(
-        &config,
-        net,
-        &openings,
-        usize::MAX,
-        ActorId {
+    let never = AtomicBool::new(false);
+    let work = Assignment {
+        games: usize::MAX,
+        openings: &openings,
+        id: ActorId {
             generation: 0,
             seed: config.run.seed,
         },
-        &AtomicBool::new(false),
-        &moves,
+        stop: &never,
+        moves: &moves,
+    };
+    let outcome = run_actors(
+        &config,
+        net,
+        work,
         |game, live| {
             finished += 1;
             finished_plies += game.record.positions.len() as u64;

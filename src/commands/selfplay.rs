@@ -27,7 +27,7 @@ use crate::error::{is_user_error, user_error};
 use crate::run::dir::RunDir;
 use crate::run::progress::spinner;
 use crate::run::remote::{OWN_WORKER, RemoteRun, cache_dir};
-use crate::run::selfplay_phase;
+use crate::run::selfplay_phase::{self, GamesOut};
 use crate::run::session::stop_on_ctrl_c;
 use crate::run::spool::{Spool, backoff};
 use crate::run::uploader::{SyncOptions, sync_loop};
@@ -162,12 +162,14 @@ fn run_on_directory(args: &SelfplayArgs, root: &Path) -> Result<()> {
         let sp = selfplay_phase::play(
             &config,
             net,
-            &games_dir,
-            generation + 1,
+            &GamesOut {
+                dir: &games_dir,
+                generation: generation + 1,
+                worker: &worker,
+                first_index: None,
+            },
             round_size(&config, args, played),
             &openings,
-            &worker,
-            None,
             &stop,
         )?;
         played += sp.games as usize;
@@ -331,12 +333,14 @@ fn run_on_object_store(args: &SelfplayArgs, url: &Url) -> Result<()> {
         let sp = selfplay_phase::play(
             &config,
             net,
-            &spool.games_dir(generation + 1),
-            generation + 1,
+            &GamesOut {
+                dir: &spool.games_dir(generation + 1),
+                generation: generation + 1,
+                worker: &worker,
+                first_index: Some(first),
+            },
             games,
             &openings,
-            &worker,
-            Some(first),
             &stop,
         )?;
         played += sp.games as usize;

@@ -15,7 +15,7 @@ use cfzero_trainer::source::teacher::{TeacherLimits, TeacherSource};
 
 use crate::run::deadline::{Deadline, parse_minutes};
 use crate::run::learn_phase;
-use crate::run::selfplay_phase;
+use crate::run::selfplay_phase::{self, GamesOut};
 use crate::run::session::{RunArgs, Session, count_records, stop_on_ctrl_c};
 use crate::run::teacher_feed::{TeacherEngines, TeacherFeed};
 
@@ -98,7 +98,17 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
             .saturating_sub(count_records(&games_dir));
         let net = load_net(&session.dir.net(session.generation), session.device)?;
         let sp = selfplay_phase::play(
-            &config, net, &games_dir, next, todo, &openings, "", None, &stop,
+            &config,
+            net,
+            &GamesOut {
+                dir: &games_dir,
+                generation: next,
+                worker: "",
+                first_index: None,
+            },
+            todo,
+            &openings,
+            &stop,
         )?;
         outcome.selfplay_games += sp.games;
         outcome.selfplay_positions += sp.positions;

@@ -16,7 +16,7 @@ use cfzero_selfplay::pgn::{PgnTags, game_to_pgn};
 use cfzero_selfplay::record::{RECORD_EXTENSION, read_records, write_records};
 use cfzero_selfplay::window::natural_cmp;
 use cfzero_selfplay::{
-    ActorId, ActorStats, FinishedGame, GameRecord, GameResult, MoveCount, play_games,
+    ActorId, ActorStats, Assignment, FinishedGame, GameRecord, GameResult, MoveCount, play_games,
 };
 use crossbeam_channel::RecvTimeoutError;
 
@@ -182,18 +182,20 @@ const TICK: Duration = Duration::from_millis(100);
 /// A failure stops everything within one tick and is returned: an error of `on_game` (a
 /// record that cannot be written, e.g. a full disk) or of an actor (its search failed) halts
 /// every other actor, instead of playing the phase to its end for nothing.
-#[allow(clippy::too_many_arguments)]
 pub fn run_actors(
     config: &Config,
     net: Net,
-    openings: &[String],
-    games: usize,
-    base: ActorId,
-    stop: &AtomicBool,
-    moves: &MoveCount,
+    work: Assignment,
     mut on_game: impl FnMut(FinishedGame, &Live) -> Result<()>,
     mut on_tick: impl FnMut(&Live),
 ) -> Result<ActorsOutcome> {
+    let Assignment {
+        games,
+        openings,
+        id: base,
+        stop,
+        moves,
+    } = work;
     let start = Instant::now();
     config.run.use_inference_threads();
     let handles = spawn_servers(config, net)?;
@@ -226,15 +228,18 @@ pub fn run_actors(
                 seed: base.seed ^ a as u64,
             };
             threads.push(scope.spawn(move || {
+                let work = Assignment {
+                    games: share,
+                    openings,
+                    id,
+                    stop: halt,
+                    moves,
+                };
                 let result = play_games(
                     &config.selfplay,
                     &config.search,
                     &handle,
-                    openings,
-                    id,
-                    share,
-                    halt,
-                    moves,
+                    work,
                     |game, _| {
                         let _ = tx.send(game);
                     },
@@ -288,22 +293,35 @@ pub fn run_actors(
     Ok(outcome)
 }
 
-/// Plays `games` more games with `net` into `games_dir` (records of generation `generation`),
-/// naming the files after `worker` (empty for the one worker of `cfzero train`) and numbering
-/// them from `first_index` (default: after the files already in `games_dir`; the number
-/// also seeds the games, so it must not repeat for a worker and generation).
-#[allow(clippy::too_many_arguments)]
+/// Where a self-play phase's games go.
+#[derive(Debug, Clone, Copy)]
+pub struct GamesOut<'a> {
+    /// The directory of their record files.
+    pub dir: &'a Path,
+    /// The generation of their records (`games/gen-N`: played by net N-1).
+    pub generation: u32,
+    /// The worker whose files they are (empty for the one worker of `cfzero train`).
+    pub worker: &'a str,
+    /// The first file number (default: after the files already there; the number also seeds
+    /// the games, so it must not repeat for a worker and generation).
+    pub first_index: Option<u64>,
+}
+
+/// Plays `games` more games with `net` into `out`, from `openings`, until done or `stop`.
 pub fn play(
     config: &Config,
     net: Net,
-    games_dir: &Path,
-    generation: u32,
+    out: &GamesOut,
     games: usize,
     openings: &[String],
-    worker: &str,
-    first_index: Option<u64>,
     stop: &AtomicBool,
 ) -> Result<SelfplaySummary> {
+    let GamesOut {
+        dir: games_dir,
+        generation,
+        worker,
+        first_index,
+    } = *out;
     std::fs::create_dir_all(games_dir)
         .with_context(|| format!("creating {}", games_dir.display()))?;
     let first = match first_index {
@@ -344,14 +362,18 @@ pub fn play(
         ));
     };
     let mut index = first;
+    let unlimited = MoveCount::unlimited();
+    let work = Assignment {
+        games,
+        openings,
+        id: base,
+        stop,
+        moves: &unlimited,
+    };
     let outcome = run_actors(
         config,
         net,
-        openings,
-        games,
-        base,
-        stop,
-        &MoveCount::unlimited(),
+        work,
         |game, live| {
             let path = games_dir.join(record_name(worker, index));
             index += 1;
@@ -461,17 +483,21 @@ mod tests {
         let openings = vec![shakmaty::fen::Fen::default().to_string()];
         let start = Instant::now();
         let mut handed = 0;
-        let outcome = run_actors(
-            &config,
-            net,
-            &openings,
-            100_000,
-            ActorId {
+        let (stop, unlimited) = (AtomicBool::new(false), MoveCount::unlimited());
+        let work = Assignment {
+            games: 100_000,
+            openings: &openings,
+            id: ActorId {
                 generation: 0,
                 seed: 1,
             },
-            &AtomicBool::new(false),
-            &MoveCount::unlimited(),
+            stop: &stop,
+            moves: &unlimited,
+        };
+        let outcome = run_actors(
+            &config,
+            net,
+            work,
             |_, _| {
                 handed += 1;
                 anyhow::bail!("disk full (simulated)")

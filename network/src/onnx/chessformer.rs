@@ -72,18 +72,14 @@ pub fn build(g: &mut GraphBuilder, net: &Net, heads: OnnxHeads) -> Result<Output
         }
         None => None,
     };
-    let alpha = (2.0 * cfg.layers as f64).powf(-0.25) as f32;
+    let body = Body {
+        cfg,
+        alpha: (2.0 * cfg.layers as f64).powf(-0.25) as f32,
+        index: index.as_deref(),
+        generator: generator.as_deref(),
+    };
     for (i, layer) in m.layers.iter().enumerate() {
-        x = encoder_layer(
-            g,
-            &format!("/body/encoder{i}"),
-            layer,
-            cfg,
-            &x,
-            alpha,
-            index.as_deref(),
-            generator.as_deref(),
-        )?;
+        x = encoder_layer(g, &format!("/body/encoder{i}"), layer, &body, &x)?;
     }
 
     let gather = attention_gather()
@@ -205,28 +201,25 @@ fn norm(
     })
 }
 
+/// What every encoder layer of the graph shares: the config, the residual scale `alpha`,
+/// and the graph's Shaw bucket index and smolgen generator, if the net has them.
+struct Body<'a> {
+    cfg: &'a NetworkConfig,
+    alpha: f32,
+    index: Option<&'a str>,
+    generator: Option<&'a str>,
+}
+
 /// `x = Norm(x + alpha MHA(x)); x = Norm(x + alpha FFN(x))`.
-#[allow(clippy::too_many_arguments)] // One call site; a struct would only rename them.
 fn encoder_layer(
     g: &mut GraphBuilder,
     name: &str,
     layer: &EncoderLayer,
-    cfg: &NetworkConfig,
+    body: &Body,
     x: &str,
-    alpha: f32,
-    index: Option<&str>,
-    generator: Option<&str>,
 ) -> Result<String, OnnxError> {
-    let a = attention(
-        g,
-        &format!("{name}/mha"),
-        &layer.attn,
-        cfg,
-        x,
-        alpha,
-        index,
-        generator,
-    )?;
+    let (cfg, alpha) = (body.cfg, body.alpha);
+    let a = attention(g, &format!("{name}/mha"), &layer.attn, body, x)?;
     let sum = g.add(&format!("{name}/mha/residual"), x, &a);
     let x = norm(g, &format!("{name}/ln1"), &layer.norm1, cfg.norm, &sum)?;
     let f = dense(g, &format!("{name}/ffn/dense1"), &layer.ffn1, &x, 1.0)?;
@@ -237,17 +230,19 @@ fn encoder_layer(
 }
 
 /// Multi-head attention with its position term; its output is scaled by `alpha`.
-#[allow(clippy::too_many_arguments)] // One call site; a struct would only rename them.
 fn attention(
     g: &mut GraphBuilder,
     name: &str,
     attn: &Attention,
-    cfg: &NetworkConfig,
+    body: &Body,
     x: &str,
-    alpha: f32,
-    index: Option<&str>,
-    generator: Option<&str>,
 ) -> Result<String, OnnxError> {
+    let Body {
+        cfg,
+        alpha,
+        index,
+        generator,
+    } = *body;
     let (h, d) = (cfg.heads as i64, cfg.d_model as i64);
     let dh = d / h;
     let scale = 1.0 / (dh as f32).sqrt();

@@ -247,7 +247,6 @@ fn weighted_group_at<L: Lanes>(
 /// of the 64 rows of `z` (`z[r * z_stride + offset + c]`). `shaw` is the layer's tables (this
 /// is head `head`), `bias` an additive `[64, 64]` logit bias (smolgen's), if any.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the head's input, tables and outputs, all borrowed
 pub fn attend_head<L: Lanes>(
     input: &HeadInput,
     head: usize,

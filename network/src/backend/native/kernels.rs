@@ -9,54 +9,33 @@
 use super::simd::Lanes;
 
 /// `dst[rows, n] = src[rows, k] * w[k, n]` (all row-major, `w` laid out input-major at load),
-/// or `dst += ...` with `accumulate`. `src_stride` is the distance between rows of `src`.
+/// or `dst += ...` with `accumulate`: `src` with the distance between its rows, the sizes as
+/// `(rows, k, n)`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // a BLAS-style call: sizes, strides and the flag
 pub fn matmul(
     dst: &mut [f32],
-    src: &[f32],
-    src_stride: usize,
+    src: (&[f32], usize),
     w: &[f32],
-    rows: usize,
-    k: usize,
-    n: usize,
+    (rows, k, n): (usize, usize, usize),
     accumulate: bool,
 ) {
     assert!(n == 0 || w.len() >= k * n);
-    product(
-        dst,
-        (src, src_stride),
-        (w, n, 1),
-        (rows, k, n),
-        1.0,
-        accumulate,
-    );
+    product(dst, src, (w, n, 1), (rows, k, n), 1.0, accumulate);
 }
 
-/// `dst[rows, n] = scale * a[rows, k] * b[n, k]^T`: row `r` of `a` at `a[r * a_stride..]`,
-/// row `c` of `b` at `b[c * b_stride..]` (the policy's queries against its keys).
+/// `dst[rows, n] = scale * a[rows, k] * b[n, k]^T`: `a` and `b` each with the distance
+/// between its rows (row `r` of `a` at `a[r * a_stride..]`), the sizes as `(rows, k, n)` (the
+/// policy's queries against its keys).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // a BLAS-style call: sizes, strides and the scale
 pub fn matmul_nt(
     dst: &mut [f32],
-    a: &[f32],
-    a_stride: usize,
-    b: &[f32],
-    b_stride: usize,
-    rows: usize,
-    k: usize,
-    n: usize,
+    a: (&[f32], usize),
+    (b, b_stride): (&[f32], usize),
+    (rows, k, n): (usize, usize, usize),
     scale: f32,
 ) {
     assert!(n == 0 || b.len() >= (n - 1) * b_stride + k);
-    product(
-        dst,
-        (a, a_stride),
-        (b, 1, b_stride),
-        (rows, k, n),
-        scale,
-        false,
-    );
+    product(dst, a, (b, 1, b_stride), (rows, k, n), scale, false);
 }
 
 /// `dst[rows, n] (+)= scale * lhs[rows, k] * rhs[k, n]` through `gemm` on one thread: `lhs`
@@ -396,7 +375,7 @@ mod tests {
         let src: Vec<f32> = (0..rows * 10).map(|i| (i % 13) as f32 - 6.0).collect();
         let w: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.5).collect();
         let mut dst = vec![1.0; rows * n];
-        matmul(&mut dst, &src, 10, &w, rows, k, n, true);
+        matmul(&mut dst, (&src, 10), &w, (rows, k, n), true);
         for r in 0..rows {
             for c in 0..n {
                 let want: f32 = 1.0 + (0..k).map(|j| src[r * 10 + j] * w[j * n + c]).sum::<f32>();

@@ -172,7 +172,7 @@ impl NativeBackend {
 
         // Embedding: mish(x W + b) * gate_mul + gate_add, the gates per square.
         let x = &mut s.x[..rows * d];
-        matmul(x, inputs, PLANES, &w.embed.w, rows, PLANES, d, false);
+        matmul(x, (inputs, PLANES), &w.embed.w, (rows, PLANES, d), false);
         let eb = w.embed.b.as_deref().unwrap_or(&[]);
         for (r, row) in x.chunks_exact_mut(d).enumerate() {
             let sq = r % 64;
@@ -192,7 +192,7 @@ impl NativeBackend {
 
         for layer in &w.layers {
             let qkv = &mut s.qkv[..rows * 3 * d];
-            matmul(qkv, x, d, &layer.qkv.w, rows, d, 3 * d, false);
+            matmul(qkv, (x, d), &layer.qkv.w, (rows, d, 3 * d), false);
             if let Some(b) = &layer.qkv.b {
                 bias_act::<L>(qkv, Some(b), 3 * d, Act::Identity);
             }
@@ -200,15 +200,21 @@ impl NativeBackend {
                 let a = &cfg.attention;
                 let (comp, hid, gen_size) = (a.smolgen_compress, a.smolgen_hidden, a.smolgen_gen);
                 let c = &mut s.sg_c[..rows * comp];
-                matmul(c, x, d, &sg.compress.w, rows, d, comp, false);
+                matmul(c, (x, d), &sg.compress.w, (rows, d, comp), false);
                 let hh = &mut s.sg_h[..nb * hid];
-                matmul(hh, c, 64 * comp, &sg.dense1.w, nb, 64 * comp, hid, false);
+                matmul(
+                    hh,
+                    (c, 64 * comp),
+                    &sg.dense1.w,
+                    (nb, 64 * comp, hid),
+                    false,
+                );
                 bias_act::<L>(hh, sg.dense1.b.as_deref(), hid, Act::Silu);
                 for row in hh.chunks_exact_mut(hid) {
                     layer_norm_row(row, &sg.ln1.0, &sg.ln1.1, SMOLGEN_EPS as f32);
                 }
                 let g = &mut s.sg_g[..nb * h * gen_size];
-                matmul(g, hh, hid, &sg.dense2.w, nb, hid, h * gen_size, false);
+                matmul(g, (hh, hid), &sg.dense2.w, (nb, hid, h * gen_size), false);
                 bias_act::<L>(g, sg.dense2.b.as_deref(), h * gen_size, Act::Silu);
                 for row in g.chunks_exact_mut(h * gen_size) {
                     layer_norm_row(row, &sg.ln2.0, &sg.ln2.1, SMOLGEN_EPS as f32);
@@ -218,7 +224,7 @@ impl NativeBackend {
                 // position's: `a_position_evaluates_the_same_alone_and_in_any_batch`).
                 if let Some(gen_t) = w.smolgen_gen_t.as_deref() {
                     let bias = &mut s.sg_bias[..nb * h * 4096];
-                    matmul(bias, g, gen_size, gen_t, nb * h, gen_size, 4096, false);
+                    matmul(bias, (g, gen_size), gen_t, (nb * h, gen_size, 4096), false);
                 }
             }
             let bias = matches!(layer.position, PositionW::Smolgen(_));
@@ -242,13 +248,13 @@ impl NativeBackend {
                 }
             }
             let y = &mut s.y[..rows * d];
-            matmul(y, &s.z[..rows * d], d, &layer.out.w, rows, d, d, false);
+            matmul(y, (&s.z[..rows * d], d), &layer.out.w, (rows, d, d), false);
             let ob = layer.out.b.as_deref().unwrap_or(&[]);
             residual_norm(x, y, ob, alpha, &layer.norm1, eps);
             let hidden = &mut s.hidden[..rows * dff];
-            matmul(hidden, x, d, &layer.ffn1.w, rows, d, dff, false);
+            matmul(hidden, (x, d), &layer.ffn1.w, (rows, d, dff), false);
             bias_act::<L>(hidden, layer.ffn1.b.as_deref(), dff, Act::Mish);
-            matmul(y, hidden, dff, &layer.ffn2.w, rows, dff, d, false);
+            matmul(y, (hidden, dff), &layer.ffn2.w, (rows, dff, d), false);
             let fb = layer.ffn2.b.as_deref().unwrap_or(&[]);
             residual_norm(x, y, fb, alpha, &layer.norm2, eps);
         }
@@ -257,17 +263,17 @@ impl NativeBackend {
         let pw = &w.policy;
         let dp = cfg.d_pol;
         let e = &mut s.pol_e[..rows * dp];
-        matmul(e, x, d, &pw.embed.w, rows, d, dp, false);
+        matmul(e, (x, d), &pw.embed.w, (rows, d, dp), false);
         bias_act::<L>(e, pw.embed.b.as_deref(), dp, Act::Mish);
         let (pq, pk) = (&mut s.pol_q[..rows * dp], &mut s.pol_k[..rows * dp]);
-        matmul(pq, e, dp, &pw.q.w, rows, dp, dp, false);
+        matmul(pq, (e, dp), &pw.q.w, (rows, dp, dp), false);
         bias_act::<L>(pq, pw.q.b.as_deref(), dp, Act::Identity);
-        matmul(pk, e, dp, &pw.k.w, rows, dp, dp, false);
+        matmul(pk, (e, dp), &pw.k.w, (rows, dp, dp), false);
         bias_act::<L>(pk, pw.k.b.as_deref(), dp, Act::Identity);
         let scale = 1.0 / (dp as f32).sqrt();
         for p in 0..nb {
             let (q, k) = (&pq[p * 64 * dp..][..64 * dp], &pk[p * 64 * dp..][..64 * dp]);
-            matmul_nt(&mut s.pol_c, q, dp, k, dp, 64, dp, 64, scale);
+            matmul_nt(&mut s.pol_c, (q, dp), (k, dp), (64, dp, 64), scale);
             heads::policy_logits(
                 &s.pol_c,
                 k,
@@ -280,14 +286,14 @@ impl NativeBackend {
         let vw = &w.value;
         let (vc, vh) = (cfg.value_channels, cfg.value_hidden);
         let ve = &mut s.val_e[..rows * vc];
-        matmul(ve, x, d, &vw.embed.w, rows, d, vc, false);
+        matmul(ve, (x, d), &vw.embed.w, (rows, d, vc), false);
         bias_act::<L>(ve, vw.embed.b.as_deref(), vc, Act::Mish);
         let hv = &mut s.val_h[..nb * vh];
         // One position at a time: `gemm` sums a product of one row in another order than one of
         // several, and a position's value must not depend on the block it is in.
         for p in 0..nb {
             let (src, dst) = (&ve[p * 64 * vc..][..64 * vc], &mut hv[p * vh..][..vh]);
-            matmul(dst, src, 64 * vc, &vw.fc1.w, 1, 64 * vc, vh, false);
+            matmul(dst, (src, 64 * vc), &vw.fc1.w, (1, 64 * vc, vh), false);
         }
         bias_act::<L>(hv, vw.fc1.b.as_deref(), vh, Act::Mish);
         for p in 0..nb {
