@@ -296,7 +296,11 @@ impl Config {
     }
 
     /// Parses config text; the error is one line with the line number where it can.
-    pub fn parse(text: &str) -> std::result::Result<Config, String> {
+    pub fn parse(text: &str) -> std::result::Result<Config, ConfigTextError> {
+        Self::parse_text(text).map_err(ConfigTextError)
+    }
+
+    fn parse_text(text: &str) -> std::result::Result<Config, String> {
         let config = toml::from_str::<Config>(text).map_err(|e| {
             let msg = e.message().trim().replace('\n', " ");
             match e.span() {
@@ -316,6 +320,12 @@ impl Config {
         toml::to_string_pretty(self).expect("a Config always serialises to TOML")
     }
 }
+
+/// Why a config text is not a valid config, on one line, with the line of the text where it
+/// can be placed (`line 12: [train] batch_size must be at least 1 (got 0)`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigTextError(pub String);
 
 /// A setting of a parsed config that is out of range or inconsistent with another.
 #[derive(Debug)]

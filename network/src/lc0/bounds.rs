@@ -3,6 +3,7 @@
 //! building anything. prost allocates a whole message per element of a repeated field, so a
 //! few megabytes of empty `encoder` entries would otherwise ask for tens of gigabytes.
 
+use crate::lc0::Lc0Finding;
 use std::io::Read;
 
 use flate2::read::GzDecoder;
@@ -18,14 +19,14 @@ pub const MAX_DECOMPRESSED: u64 = 2 << 30;
 const MAX_RESIDUAL: usize = MAX_LAYERS;
 
 /// Decompresses `compressed` (gzip), refusing more than `max` bytes of output.
-pub fn gunzip_bounded(compressed: &[u8], max: u64) -> Result<Vec<u8>, String> {
+pub fn gunzip_bounded(compressed: &[u8], max: u64) -> Result<Vec<u8>, Lc0Finding> {
     let mut out = Vec::new();
     GzDecoder::new(compressed)
         .take(max + 1)
         .read_to_end(&mut out)
         .map_err(|e| format!("not gzip data ({e})"))?;
     if out.len() as u64 > max {
-        return Err(format!("it decompresses to more than {max} bytes"));
+        return Err(format!("it decompresses to more than {max} bytes").into());
     }
     Ok(out)
 }
@@ -33,7 +34,7 @@ pub fn gunzip_bounded(compressed: &[u8], max: u64) -> Result<Vec<u8>, String> {
 /// Checks the element counts of the repeated fields of `Net.weights` (field 10):
 /// `encoder` (27) and `pol_encoder` (21) at most [`MAX_LAYERS`], `residual` (2) at most as
 /// many, before prost decodes `bytes`.
-pub fn check_repeated_fields(bytes: &[u8]) -> Result<(), String> {
+pub fn check_repeated_fields(bytes: &[u8]) -> Result<(), Lc0Finding> {
     let mut counts = [0usize; 3];
     for field in Fields::new(bytes) {
         let (number, value) = field?;
@@ -59,9 +60,7 @@ pub fn check_repeated_fields(bytes: &[u8]) -> Result<(), String> {
         ("residual", counts[2], MAX_RESIDUAL),
     ] {
         if count > max {
-            return Err(format!(
-                "`weights.{name}` has {count} entries (at most {max})"
-            ));
+            return Err(format!("`weights.{name}` has {count} entries (at most {max})").into());
         }
     }
     Ok(())
@@ -174,11 +173,12 @@ mod tests {
             bomb.len()
         );
         let err = gunzip_bounded(&bomb, 1 << 20).unwrap_err();
-        assert!(err.contains("more than 1048576 bytes"), "{err}");
+        assert!(err.0.contains("more than 1048576 bytes"), "{err}");
         assert_eq!(gunzip_bounded(&bomb, 8 << 20).unwrap().len(), 8 << 20);
         assert!(
             gunzip_bounded(b"not gzip", 100)
                 .unwrap_err()
+                .0
                 .contains("gzip")
         );
     }
@@ -202,7 +202,7 @@ mod tests {
         assert!(many.len() < 310_000, "{} bytes", many.len());
         let err = check_repeated_fields(&many).unwrap_err();
         assert!(
-            err.contains("`weights.encoder` has 100000 entries"),
+            err.0.contains("`weights.encoder` has 100000 entries"),
             "{err}"
         );
         // A length past the end is caught too.

@@ -2,6 +2,7 @@
 //! an attention body with multi-head format, attention policy, WDL value, moves-left V1,
 //! Mish everywhere but smolgen (Swish), PE_MAP input embedding.
 
+use crate::lc0::Lc0Finding;
 use super::proto::NetworkFormat;
 
 /// `INPUT_CLASSICAL_112_PLANE`.
@@ -68,7 +69,7 @@ pub fn written(moves_left: bool) -> NetworkFormat {
 
 /// Checks that a file's format is one cfzero evaluates exactly as Lc0 does; the error
 /// names the first field that differs. The smolgen activation matters only to smolgen nets.
-pub fn check_readable(f: &NetworkFormat, smolgen: bool) -> Result<(), String> {
+pub fn check_readable(f: &NetworkFormat, smolgen: bool) -> Result<(), Lc0Finding> {
     let expect = |name: &str, got: Option<i32>, allowed: &[i32], what: &str| {
         let value = got.unwrap_or(0);
         if allowed.contains(&value) {
@@ -129,4 +130,5 @@ pub fn check_readable(f: &NetworkFormat, smolgen: bool) -> Result<(), String> {
         &[INPUT_EMBEDDING_NONE, INPUT_EMBEDDING_PE_MAP],
         "0 (none) or 1 (PE_MAP); PE_DENSE nets have an embedding preprocessor and LayerNorm cfzero lacks",
     )
+    .map_err(Lc0Finding)
 }

@@ -29,8 +29,8 @@ pub fn read_lc0_file(path: &Path, device: Device) -> Result<Net, Lc0Error> {
         reason,
     };
     // Bounded before anything is built from the file (see `bounds`).
-    let bytes = gunzip_bounded(&compressed, MAX_DECOMPRESSED).map_err(corrupt)?;
-    check_repeated_fields(&bytes).map_err(corrupt)?;
+    let bytes = gunzip_bounded(&compressed, MAX_DECOMPRESSED).map_err(|f| corrupt(f.0))?;
+    check_repeated_fields(&bytes).map_err(|f| corrupt(f.0))?;
     let file = NetFile::decode(bytes.as_slice()).map_err(|e| Lc0Error::Corrupt {
         path: name.clone(),
         reason: format!("not a pblczero.Net protobuf ({e})"),
@@ -72,7 +72,7 @@ pub fn import_net(file: &NetFile, name: &str, device: Device) -> Result<Net, Lc0
         .first()
         .and_then(|e| e.mha.as_ref())
         .is_some_and(|m| m.smolgen.is_some());
-    format::check_readable(net_format, smolgen).map_err(unsupported)?;
+    format::check_readable(net_format, smolgen).map_err(|f| unsupported(f.0))?;
     refuse_extras(weights).map_err(unsupported)?;
     let moves_left = net_format.moves_left == Some(MOVES_LEFT_V1);
     let config = infer_config(weights, smolgen, moves_left).map_err(corrupt)?;

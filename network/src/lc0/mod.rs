@@ -23,6 +23,24 @@ pub use layer::LayerEncoding;
 
 use std::path::PathBuf;
 
+/// What a check of an Lc0 file found wrong, before the file's path is attached to it (as
+/// [`Lc0Error::Corrupt`] or [`Lc0Error::Unsupported`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Lc0Finding(pub String);
+
+impl From<String> for Lc0Finding {
+    fn from(s: String) -> Lc0Finding {
+        Lc0Finding(s)
+    }
+}
+
+impl From<&str> for Lc0Finding {
+    fn from(s: &str) -> Lc0Finding {
+        Lc0Finding(s.to_owned())
+    }
+}
+
 /// Why a net could not be exported or imported.
 #[derive(Debug, thiserror::Error)]
 pub enum Lc0Error {
