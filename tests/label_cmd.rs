@@ -508,3 +508,43 @@ fn label_moves_round_trip() {
         }
     }
 }
+
+/// Lc0's own training data as a position source: every record of a chunk written by Lc0 is
+/// labelled, as the position it holds, with the plies left of its game.
+#[test]
+fn lc0_training_data_is_a_position_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("table.json");
+    std::fs::write(&table, r#"{"*": {}}"#).unwrap();
+    let chunk = repo_root().join("tests/data/lc0/v6/game_000001.gz");
+    let records = cfzero_trainer::lc0_v6::decode_chunk(&std::fs::read(&chunk).unwrap()).unwrap();
+    let out = dir.path().join("lc0.cfl");
+    let o = cfzero(&[
+        "label",
+        "--from",
+        &format!("lc0:{}", chunk.display()),
+        "--out",
+        out.to_str().unwrap(),
+        "--engine",
+        &engine(),
+    ])
+    .env("SCRIPTED_UCI_TABLE", &table)
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let got = entries(&out);
+    assert_eq!(got.len(), records.len(), "{stderr}");
+    for (entry, record) in got.iter().zip(&records) {
+        let LabelEntry::Label(label) = entry else {
+            panic!("skipped: {entry:?}")
+        };
+        let position = record.position().unwrap();
+        assert_eq!(
+            label.fen,
+            Fen::from_position(&position, EnPassantMode::Legal).to_string()
+        );
+        assert_eq!(label.plies_left, Some(record.plies_left.round() as u16));
+        assert_eq!(label.moves.len(), position.legal_moves().len());
+    }
+}

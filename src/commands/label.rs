@@ -8,7 +8,7 @@
 //! that of a run never killed.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,8 @@ use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
 use cfzero_teacher::{Method, Resumed};
 use cfzero_trainer::source::pgn::{PgnFilters, open_pgn, parse_games};
 use clap::Args;
+use shakmaty::EnPassantMode;
+use shakmaty::fen::Fen;
 
 use crate::error::user_error;
 use crate::run::progress::bar;
@@ -28,8 +30,9 @@ use crate::run::session::stop_on_ctrl_c;
 /// Arguments of `cfzero label`.
 #[derive(Debug, Args)]
 pub struct LabelArgs {
-    /// Positions to label: `pgn:FILE` (every position of every game) or `epd:FILE` (one
-    /// FEN or EPD position a line).
+    /// Positions to label: `pgn:FILE` (every position of every game), `epd:FILE` (one
+    /// FEN or EPD position a line) or `lc0:PATH` (every position of Lc0 V6 training data: a
+    /// `.gz` chunk or a directory of them).
     #[arg(long, value_name = "SOURCE")]
     pub from: String,
     /// The label file to write (`.cfl`); an existing one is resumed.
@@ -79,7 +82,7 @@ fn positions(spec: &str, max: usize) -> Result<Vec<(String, Option<u16>)>> {
         .filter(|(_, p)| !p.is_empty())
         .ok_or_else(|| {
             user_error(format!(
-                "`{spec}` is not a position source: write pgn:FILE or epd:FILE"
+                "`{spec}` is not a position source: write pgn:FILE, epd:FILE or lc0:PATH"
             ))
         })?;
     let path = PathBuf::from(path);
@@ -117,10 +120,56 @@ fn positions(spec: &str, max: usize) -> Result<Vec<(String, Option<u16>)>> {
                 .map_err(|e| user_error(format!("epd:{}: {e}", path.display())))?;
             Ok(fens.into_iter().take(max).map(|f| (f, None)).collect())
         }
+        "lc0" => lc0_positions(&path, max),
         _ => Err(user_error(format!(
-            "`{spec}` is not a position source: write pgn:FILE or epd:FILE"
+            "`{spec}` is not a position source: write pgn:FILE, epd:FILE or lc0:PATH"
         ))),
     }
+}
+
+/// The positions of Lc0 V6 training data: a chunk (`.gz`, one game as Lc0 writes them) or a
+/// directory of chunks (recursively, in name order), as (FEN, plies left in its game).
+fn lc0_positions(path: &Path, max: usize) -> Result<Vec<(String, Option<u16>)>> {
+    let bad = |e: &dyn std::fmt::Display| user_error(format!("lc0:{}: {e}", path.display()));
+    let files = if path.is_dir() {
+        cfzero_trainer::source::files_under(path, &["gz"]).map_err(|e| bad(&e))?
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let (mut out, mut unreadable) = (Vec::new(), 0usize);
+    for file in &files {
+        let data = std::fs::read(file).map_err(|e| bad(&e))?;
+        let records = cfzero_trainer::lc0_v6::decode_chunk(&data)
+            .map_err(|e| user_error(format!("lc0:{}: {e}", file.display())))?;
+        for r in records {
+            if out.len() >= max {
+                return Ok(out);
+            }
+            match r.position() {
+                Some(p) => {
+                    let fen = Fen::from_position(&p, EnPassantMode::Legal).to_string();
+                    let left = (r.plies_left.is_finite() && r.plies_left >= 0.0)
+                        .then(|| r.plies_left.round().min(f32::from(u16::MAX - 1)) as u16);
+                    out.push((fen, left));
+                }
+                None => unreadable += 1,
+            }
+        }
+    }
+    eprintln!(
+        "lc0:{}: {} positions from {} chunk(s){}",
+        path.display(),
+        out.len(),
+        files.len(),
+        if unreadable > 0 {
+            format!(
+                "; {unreadable} records left out (not the classical format, or no legal position)"
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(out)
 }
 
 /// Labels the positions of `--from` into `--out`, resuming it if it exists.

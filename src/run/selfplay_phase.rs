@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -293,6 +293,10 @@ pub fn run_actors(
     Ok(outcome)
 }
 
+/// The mean game length of this process's last self-play phase (`f64` bits; 0: none yet),
+/// what the next phase's progress bar expects.
+static LAST_MEAN_LENGTH: AtomicU64 = AtomicU64::new(0);
+
 /// Where a self-play phase's games go.
 #[derive(Debug, Clone, Copy)]
 pub struct GamesOut<'a> {
@@ -339,10 +343,15 @@ pub fn play(
     };
     // The bar counts positions, not games: all games play at once and most end near the
     // phase's end, so finished games say little about the time left. The total is the games
-    // times their mean length so far (half the length cap before the first one ends).
-    let prior_length = f64::from(config.selfplay.max_plies.max(2)) / 2.0;
+    // times an expected length: the previous phase's mean (half the length cap in the first
+    // phase) until half of this phase's games have ended, whose mean it is from then on (the
+    // first games to end are the short ones).
+    let prior_length = match LAST_MEAN_LENGTH.load(Ordering::Relaxed) {
+        0 => f64::from(config.selfplay.max_plies.max(2)) / 2.0,
+        bits => f64::from_bits(bits),
+    };
     let expected = |finished: u64, positions: u64| -> u64 {
-        let mean = if finished > 0 {
+        let mean = if finished > 0 && 2 * finished >= games as u64 {
             positions as f64 / finished as f64
         } else {
             prior_length
@@ -408,6 +417,10 @@ pub fn play(
         show,
     );
     pb.finish_and_clear();
+    if finished.get() > 0 {
+        let mean = finished_positions.get() as f64 / finished.get() as f64;
+        LAST_MEAN_LENGTH.store(mean.to_bits(), Ordering::Relaxed);
+    }
     let outcome = outcome?;
     summary.simulations = outcome.stats.simulations;
     summary.seconds = outcome.seconds;

@@ -354,6 +354,80 @@ impl V6Record {
         self.rule50_count = planes.values[HALFMOVE_PLANE].clamp(0.0, 255.0) as u8;
     }
 
+    /// The position the record holds, or `None` when its planes and fields do not make a
+    /// legal chess position (or the record is not of the classical 112-plane format). Piece
+    /// placement, side to move, castling rights (kept only where king and rook stand on their
+    /// squares) and the rule-50 count come from the record; the en passant square from the
+    /// last two boards (a pawn of the side that just moved, from its second rank to its
+    /// fourth); the move number, which V6 does not keep, is 1.
+    pub fn position(&self) -> Option<shakmaty::Chess> {
+        use shakmaty::{Bitboard, CastlingMode, Color, FromSetup, Piece, Role, Setup, Square};
+        if self.input_format != INPUT_CLASSICAL_112 {
+            return None;
+        }
+        let us = if self.black_to_move() {
+            Color::Black
+        } else {
+            Color::White
+        };
+        // Boards are seen from the side to move: Black's are mirrored (a byte swap).
+        let orient = |bb: u64| {
+            if us == Color::Black {
+                bb.swap_bytes()
+            } else {
+                bb
+            }
+        };
+        let mut setup = Setup::empty();
+        for (i, role) in Role::ALL.into_iter().enumerate() {
+            for (color, plane) in [(us, i), (!us, 6 + i)] {
+                for sq in Bitboard(orient(self.planes[plane])) {
+                    setup.board.set_piece_at(sq, Piece { color, role });
+                }
+            }
+        }
+        setup.turn = us;
+        // [ours queenside, ours kingside, theirs queenside, theirs kingside].
+        let mut rights = Bitboard::EMPTY;
+        for (k, &flag) in self.castling.iter().enumerate() {
+            let color = if k < 2 { us } else { !us };
+            let rank = if color == Color::White { 0 } else { 7 };
+            let (king, rook) = (
+                Square::from_coords(shakmaty::File::E, shakmaty::Rank::new(rank)),
+                Square::from_coords(
+                    if k % 2 == 0 {
+                        shakmaty::File::A
+                    } else {
+                        shakmaty::File::H
+                    },
+                    shakmaty::Rank::new(rank),
+                ),
+            );
+            let there =
+                |sq: Square, role: Role| setup.board.piece_at(sq) == Some(Piece { color, role });
+            if flag != 0 && there(king, Role::King) && there(rook, Role::Rook) {
+                rights |= Bitboard::from(rook);
+            }
+        }
+        setup.castling_rights = rights;
+        // En passant: in the oriented boards the opponent's pawns move down the board, so a
+        // double step is a pawn gone from rank 7 and one come to rank 5 on the same file
+        // between the last board and the one before (13 planes a history step).
+        let (now, before) = (self.planes[6], self.planes[13 + 6]);
+        let (gone, come) = (before & !now, now & !before);
+        if gone.count_ones() == 1 && come.count_ones() == 1 {
+            let (from, to) = (gone.trailing_zeros(), come.trailing_zeros());
+            if from / 8 == 6 && to / 8 == 4 && from % 8 == to % 8 {
+                let target = Bitboard(orient(1u64 << (to + 8)));
+                setup.ep_square = target.into_iter().next();
+            }
+        }
+        setup.halfmoves = u32::from(self.rule50_count);
+        shakmaty::Chess::from_setup(setup, CastlingMode::Standard)
+            .or_else(shakmaty::PositionError::ignore_invalid_ep_square)
+            .ok()
+    }
+
     /// A record with every field zero except the version and input format, and every
     /// probability -1 (no move legal yet); for writers that fill it in.
     pub fn empty() -> V6Record {

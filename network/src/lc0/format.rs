@@ -2,8 +2,8 @@
 //! an attention body with multi-head format, attention policy, WDL value, moves-left V1,
 //! Mish everywhere but smolgen (Swish), PE_MAP input embedding.
 
-use crate::lc0::Lc0Finding;
 use super::proto::NetworkFormat;
+use crate::lc0::Lc0Finding;
 
 /// `INPUT_CLASSICAL_112_PLANE`.
 pub const INPUT_CLASSICAL_112_PLANE: i32 = 1;

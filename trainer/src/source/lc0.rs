@@ -141,10 +141,7 @@ impl Lc0Source {
     pub fn open(path: &Path, limits: Lc0Limits) -> std::io::Result<(Lc0Source, Vec<SkippedChunk>)> {
         let mut files = Vec::new();
         if path.is_dir() {
-            collect_files(path, &mut files)?;
-            files.sort_by(|a, b| {
-                cfzero_selfplay::window::natural_cmp(&a.to_string_lossy(), &b.to_string_lossy())
-            });
+            files = super::files_under(path, &["gz", "tar"])?;
         } else {
             // Fails here, with the OS's reason, if the file does not exist.
             File::open(path)?;
@@ -249,19 +246,6 @@ fn read_bounded(r: impl Read) -> std::io::Result<Vec<u8>> {
         ))));
     }
     Ok(data)
-}
-
-/// Files under `dir` that can hold V6 chunks (`.gz`, `.tar`), recursively.
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect_files(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "gz" || e == "tar") {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 impl SampleSource for Lc0Source {

@@ -66,3 +66,35 @@ pub trait SampleSource: Send + Sync {
         targets: &TargetOptions,
     ) -> Result<bool, SourceError>;
 }
+
+/// The files under `dir` (recursively) whose extension is one of `extensions`, in natural
+/// name order (`chunk2` before `chunk10`): how every directory source lists its files.
+pub fn files_under(
+    dir: &std::path::Path,
+    extensions: &[&str],
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    fn walk(
+        dir: &std::path::Path,
+        extensions: &[&str],
+        out: &mut Vec<std::path::PathBuf>,
+    ) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                walk(&path, extensions, out)?;
+            } else if path
+                .extension()
+                .is_some_and(|e| extensions.iter().any(|x| e == *x))
+            {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(dir, extensions, &mut out)?;
+    out.sort_by(|a, b| {
+        cfzero_selfplay::window::natural_cmp(&a.to_string_lossy(), &b.to_string_lossy())
+    });
+    Ok(out)
+}

@@ -114,13 +114,10 @@ impl TeacherSource {
     pub fn open(path: &Path, limits: TeacherLimits) -> Result<TeacherSource, LabelFileError> {
         let mut files = Vec::new();
         if path.is_dir() {
-            collect_files(path, &mut files).map_err(|source| LabelFileError::Io {
+            files = super::files_under(path, &["cfl"]).map_err(|source| LabelFileError::Io {
                 path: path.to_path_buf(),
                 source,
             })?;
-            files.sort_by(|a, b| {
-                cfzero_selfplay::window::natural_cmp(&a.to_string_lossy(), &b.to_string_lossy())
-            });
         } else {
             files.push(path.to_path_buf());
         }
@@ -161,19 +158,6 @@ impl TeacherSource {
     pub fn stats(&self) -> &TeacherStats {
         &self.stats
     }
-}
-
-/// Label files (`.cfl`) under `dir`, recursively.
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect_files(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "cfl") {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 impl SampleSource for TeacherSource {
