@@ -52,7 +52,9 @@ pub struct RunArgs {
     pub cache: Option<PathBuf>,
     /// With a run on object storage: seconds the trainer lease lasts unless renewed (the
     /// trainer renews it every third of that); a successor takes over a crashed trainer's
-    /// run after at most this long.
+    /// run after at most this long. Each of the trainer's uploads must finish within a
+    /// quarter of it (a write that could land after the lease expired is abandoned), so raise
+    /// it where uploading a net's trainer state takes longer than 15 s.
     #[arg(long, default_value_t = 60.0)]
     pub lease_seconds: f64,
     /// Continue the run in `--run` where it stopped.
