@@ -296,7 +296,13 @@ fn a_trainer_and_two_workers_share_a_run_on_s3() {
 
     let all = chunks(&store);
     let pgn_keys = store.list_after("pgn", None).unwrap();
-    assert_eq!(pgn_keys.len(), all.len(), "a PGN per chunk: {pgn_keys:?}");
+    // Every chunk has its PGN (checked below); a worker killed between uploading a PGN and
+    // its chunk (the PGN goes first) leaves that PGN alone, at most one per worker.
+    assert!(
+        pgn_keys.len() >= all.len() && pgn_keys.len() <= all.len() + 2,
+        "{} chunks, PGNs {pgn_keys:?}",
+        all.len()
+    );
     let mut games_of = [0usize; 2];
     for (name, games) in &all {
         let i = ["w1", "w2"]
