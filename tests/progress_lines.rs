@@ -31,20 +31,10 @@ fn assert_progress(line: &str, unit: &str) {
 fn self_play_and_training_print_plain_progress_lines() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
-    let out = cfzero(&[
-        "train",
-        "--device",
-        "cpu",
-        "--config",
-        micro_config().to_str().unwrap(),
-        "--run",
-        run.to_str().unwrap(),
-        "--generations",
-        "2",
-    ])
-    .env("CFZERO_PROGRESS_SECONDS", "0.05")
-    .output()
-    .unwrap();
+    let out = run_cmd("train", &micro_config(), &run, &["--generations", "2"])
+        .env("CFZERO_PROGRESS_SECONDS", "0.05")
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     let selfplay = lines(&err, "selfplay: ");

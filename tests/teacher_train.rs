@@ -39,19 +39,18 @@ fn train_with_teacher(
 ) -> Output {
     let table = dir.join("table.json");
     std::fs::write(&table, r#"{"*": {}}"#).unwrap();
-    let mut cmd = cfzero(&[
+    let generations = generations.to_string();
+    let mut cmd = run_cmd(
         "train",
-        "--device",
-        "cpu",
-        "--config",
-        config(dir).to_str().unwrap(),
-        "--run",
-        run.to_str().unwrap(),
-        "--generations",
-        &generations.to_string(),
-        "--teacher",
-        &scripted_engine(),
-    ]);
+        &config(dir),
+        run,
+        &[
+            "--generations",
+            &generations,
+            "--teacher",
+            &scripted_engine(),
+        ],
+    );
     cmd.args(extra);
     cmd.env("SCRIPTED_UCI_TABLE", &table);
     for (k, v) in env {
@@ -227,19 +226,13 @@ fn a_slow_teacher_never_holds_self_play_up() {
 fn a_teacher_that_does_not_start_is_a_one_line_error_and_leaves_no_run() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
-    let out = cfzero(&[
+    let config = config(tmp.path());
+    let out = run_cmd(
         "train",
-        "--device",
-        "cpu",
-        "--config",
-        config(tmp.path()).to_str().unwrap(),
-        "--run",
-        run.to_str().unwrap(),
-        "--generations",
-        "1",
-        "--teacher",
-        "/nonexistent/engine",
-    ])
+        &config,
+        &run,
+        &["--generations", "1", "--teacher", "/nonexistent/engine"],
+    )
     .output()
     .unwrap();
     assert_user_error_output(
@@ -249,17 +242,12 @@ fn a_teacher_that_does_not_start_is_a_one_line_error_and_leaves_no_run() {
     );
     assert!(!run.exists(), "a run directory was left behind");
     // `learn` has no self-play to label.
-    let out = cfzero(&[
+    let out = run_cmd(
         "learn",
-        "--device",
-        "cpu",
-        "--config",
-        config(tmp.path()).to_str().unwrap(),
-        "--run",
-        run.to_str().unwrap(),
-        "--teacher",
-        "/usr/games/stockfish",
-    ])
+        &config,
+        &run,
+        &["--teacher", "/usr/games/stockfish"],
+    )
     .output()
     .unwrap();
     assert_user_error_output("learn --teacher", &out, "cfzero label");

@@ -111,6 +111,22 @@ pub fn cfzero_ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `cfzero COMMAND --device cpu --config CONFIG --run RUN EXTRA...` (`train` or `learn`),
+/// not yet run (the caller adds its environment).
+pub fn run_cmd(command: &str, config: &Path, run: &Path, extra: &[&str]) -> Command {
+    let mut cmd = cfzero(&[
+        command,
+        "--device",
+        "cpu",
+        "--config",
+        config.to_str().unwrap(),
+        "--run",
+        run.to_str().unwrap(),
+    ]);
+    cmd.args(extra);
+    cmd
+}
+
 /// Runs `cfzero train` with `args` to the end and asserts that it succeeded.
 pub fn train(args: &[&str]) -> Output {
     let mut all = vec!["train", "--device", "cpu"];
