@@ -4,16 +4,17 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::Result;
-use cfzero_mcts::{InvalidSetting, SearchConfig};
+use cfzero_mcts::SearchConfig;
 use cfzero_network::backend::BackendChoice;
 use cfzero_network::config::ConfigError;
 use cfzero_network::precision::{self, Bf16Support, Precision};
 use cfzero_network::{InferenceOptions, NetworkConfig};
 use cfzero_selfplay::SelfplayConfig;
 use cfzero_selfplay::window::WindowConfig;
+use cfzero_settings::InvalidSetting;
 use cfzero_trainer::TrainConfig;
 use serde::{Deserialize, Serialize};
-use tch::{Device, Kind};
+use tch::Device;
 
 use crate::error::user_error;
 
@@ -211,7 +212,7 @@ impl Default for RunConfig {
             eval_openings_count: 10,
             eval_simulations: 32,
             seed: 1,
-            max_batch: 256,
+            max_batch: cfzero_network::inference::DEFAULT_MAX_BATCH,
             torch_threads: 0,
             inference_threads: 1,
             inference_servers: 1,
@@ -245,35 +246,43 @@ impl RunConfig {
     }
 }
 
-/// The options of an inference server on `device` in `precision` (resolved by
-/// [`inference_kind`]) with `backend`, for batches of up to `max_batch`: how every command
-/// that serves a net builds them.
+/// The options of an inference server on `device` in `precision` with `backend`, for batches
+/// of up to `max_batch`: how every command that serves a net builds them. Says which
+/// precision runs and why on stderr, once per process for each distinct answer.
 pub fn inference_options(
     precision: Precision,
     backend: BackendChoice,
     device: Device,
     max_batch: usize,
 ) -> InferenceOptions {
-    InferenceOptions {
-        max_batch,
-        kind: inference_kind(precision, device),
-        backend,
-        ..InferenceOptions::default()
-    }
-}
-
-/// The kind a net requested in `precision` runs in on `device`. Says which path runs and why
-/// on stderr, once per process for each distinct answer.
-pub fn inference_kind(precision: Precision, device: Device) -> Kind {
     static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let resolved = precision::resolve(precision, &Bf16Support::detect(device));
+    let (options, notice) = resolve_inference(precision, backend, device, max_batch);
     if let Ok(mut said) = SAID.lock() {
-        if !said.contains(&resolved.notice) {
-            eprintln!("{}", resolved.notice);
-            said.push(resolved.notice);
+        if !said.contains(&notice) {
+            eprintln!("{notice}");
+            said.push(notice);
         }
     }
-    resolved.kind
+    options
+}
+
+/// [`inference_options`] without the notice on stderr: the options and the one-line notice
+/// of which precision runs and why, for a caller that reports it its own way (`cfzero uci`
+/// as an `info string`).
+pub fn resolve_inference(
+    precision: Precision,
+    backend: BackendChoice,
+    device: Device,
+    max_batch: usize,
+) -> (InferenceOptions, String) {
+    let resolved = precision::resolve(precision, &Bf16Support::detect(device));
+    let options = InferenceOptions {
+        max_batch,
+        kind: resolved.kind,
+        backend,
+        ..InferenceOptions::default()
+    };
+    (options, resolved.notice)
 }
 
 /// Sets libtorch's thread count; 0 means one thread per core.

@@ -142,7 +142,7 @@ fn sample_record(plies: usize, start_fen: Option<&str>) -> GameRecord {
     GameRecord {
         start_fen: start_fen.map(str::to_string),
         result: GameResult::Draw,
-        termination: Termination::MaxPlies,
+        termination: Termination::MAX_PLIES,
         generation: 3,
         positions,
     }

@@ -19,18 +19,6 @@ use rand_chacha::ChaCha8Rng;
 /// Kills in all.
 const KILLS: usize = 12;
 
-/// Bytes of the files under `dir` that are not temporary.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    files_under(dir)
-        .into_iter()
-        .filter(|p| !is_temporary(p))
-        .map(|p| {
-            let bytes = std::fs::read(&p).unwrap();
-            (p, bytes)
-        })
-        .collect()
-}
-
 /// The newest published generation.
 fn published(run: &Path) -> u32 {
     files_under(&run.join("nets"))
@@ -57,22 +45,10 @@ fn random_kills_lose_nothing() {
     let mut generation = 0;
     let mut temporaries_seen = 0;
     for kill in 0..KILLS {
-        let mut args = vec![
-            "train",
-            "--device",
-            "cpu",
-            "--config",
-            config.to_str().unwrap(),
-            "--run",
-            run.to_str().unwrap(),
-            "--generations",
-            "1000",
-        ];
-        if kill > 0 {
-            args.push("--resume");
-        }
+        let resume: &[&str] = if kill > 0 { &["--resume"] } else { &[] };
         let err_path = tmp.path().join(format!("kill{kill}.err"));
-        let mut child = cfzero(&args)
+        let mut child = run_cmd("train", &config, &run, &["--generations", "1000"])
+            .args(resume)
             .stdout(Stdio::null())
             .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()))
             .spawn()

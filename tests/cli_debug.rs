@@ -128,6 +128,32 @@ fn bad_fen_and_moves_are_one_line_errors() {
     );
 }
 
+/// `cfzero info --config` says what each command uses: tiny's three simulation counts, its
+/// cache, and the inference settings.
+#[test]
+fn info_says_what_each_command_uses() {
+    let out = cfzero(&["info", "--config", "configs/tiny.toml"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    for line in [
+        "# self-play (train, selfplay): 32 simulations a move (8 cheap, 40% full searches), an evaluation cache of 65536 positions an actor, 2 actors",
+        "# in-run evaluation and ladder: 16 simulations a move ([run] eval_simulations), every 6 generation(s)",
+        "# match, puzzles, uci, bench learn's matches (--config): 64 simulations a move ([search] simulations), no root noise; evaluation cache 65536 positions (uci 262144)",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("# self-play's nets: backend auto -> ")
+                && l.ends_with("batches of up to 256, 2 server(s) of 1 thread(s)")),
+        "{text}"
+    );
+}
+
 #[test]
 fn bad_config_files_are_one_line_errors() {
     assert_user_error(

@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 use common::repo_root;
 
 /// The source trees of the workspace's crates, in the code map's order.
-const TREES: [&str; 9] = [
+const TREES: [&str; 10] = [
     "chess/src",
     "fsutil/src",
     "mcts/src",
     "network/src",
     "selfplay/src",
+    "settings/src",
     "store/src",
     "teacher/src",
     "trainer/src",

@@ -7,9 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use cfzero_network::{Net, save_net};
 use common::*;
-use tch::Device;
 
 /// Finished games (checkmate, stalemate, bare kings, fifty-move rule), then one playable
 /// position: with four games a generation, the seeded draw starts some from the finished
@@ -69,19 +67,9 @@ fn a_book_of_finished_games_only_is_a_user_error() {
     std::fs::write(&book, finished).unwrap();
     let config = micro_with_book(tmp.path(), &book);
     let run = tmp.path().join("run");
-    let out = cfzero(&[
-        "train",
-        "--device",
-        "cpu",
-        "--config",
-        config.to_str().unwrap(),
-        "--run",
-        run.to_str().unwrap(),
-        "--generations",
-        "1",
-    ])
-    .output()
-    .unwrap();
+    let out = run_cmd("train", &config, &run, &["--generations", "1"])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let last = stderr.trim_end().lines().last().unwrap_or_default();
@@ -102,12 +90,7 @@ stale,k7/8/1K6/8/8/8/8/2Q5 w - - 0 1,c1c7 a8a7,700
 #[test]
 fn puzzles_already_over_are_skipped_and_counted() {
     let tmp = tempfile::tempdir().unwrap();
-    let net = tmp.path().join("micro.safetensors");
-    save_net(
-        &Net::new(&network_config(&micro_config()), Device::Cpu).unwrap(),
-        &net,
-    )
-    .unwrap();
+    let net = save_micro_net(tmp.path());
     let file = tmp.path().join("p.csv");
     std::fs::write(&file, PUZZLES).unwrap();
     let out = cfzero(&[

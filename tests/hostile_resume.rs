@@ -34,19 +34,12 @@ fn a_resume_keeps_the_schedule_the_swa_average_and_the_frozen_config() {
         &tmp.path().join("wider.toml"),
         &[("d_model = 16", "d_model = 32")],
     );
-    let out = cfzero(&[
+    let out = run_cmd(
         "train",
-        "--device",
-        "cpu",
-        "--config",
-        wider.to_str().unwrap(),
-        "--run",
-        run.to_str().unwrap(),
-        "--resume",
-        "--force",
-        "--generations",
-        "2",
-    ])
+        &wider,
+        &run,
+        &["--resume", "--force", "--generations", "2"],
+    )
     .output()
     .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -266,3 +266,35 @@ fn a_net_against_itself_scores_exactly_half() {
         );
     }
 }
+
+/// One resolver sets a net's simulations: `--a-sims` when given, else the `--config`'s
+/// `[search] simulations` (micro: 8), else 64.
+#[test]
+fn a_nets_simulations_come_from_the_flag_the_config_or_the_default() {
+    let tmp = tempfile::tempdir().unwrap();
+    let net = save_micro_net(tmp.path());
+    let net = net.to_str().unwrap();
+    let config = micro_config();
+    let label = |extra: &[&str]| {
+        let mut args = vec![
+            "--a-net",
+            net,
+            "--b-random",
+            "--games",
+            "2",
+            "--max-plies",
+            "6",
+        ];
+        args.extend_from_slice(extra);
+        match_json(&args)["a"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(label(&[]), "micro (64 sims)");
+    assert_eq!(
+        label(&["--config", config.to_str().unwrap()]),
+        "micro (8 sims)"
+    );
+    assert_eq!(
+        label(&["--config", config.to_str().unwrap(), "--a-sims", "3"]),
+        "micro (3 sims)"
+    );
+}

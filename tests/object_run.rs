@@ -27,7 +27,11 @@ const MAX_PLIES: u32 = 40;
 /// `cfzero` against `endpoint` with the test server's credentials and nothing of the
 /// machine's own (`HOME` is `home`: no `~/.aws`, no cache of another test).
 fn cfzero_s3(endpoint: &str, home: &Path, args: &[&str]) -> Command {
-    let mut cmd = cfzero(args);
+    against_s3(cfzero(args), endpoint, home)
+}
+
+/// `cmd` with the environment of a machine whose S3 is `endpoint` and whose home is `home`.
+fn against_s3(mut cmd: Command, endpoint: &str, home: &Path) -> Command {
     cmd.env("AWS_ENDPOINT_URL", endpoint)
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
@@ -50,19 +54,14 @@ fn trainer(
     cache: &Path,
     extra: &[&str],
 ) -> Command {
-    let mut args = vec![
+    let mut cmd = run_cmd(
         command,
-        "--device",
-        "cpu",
-        "--config",
-        config.to_str().unwrap(),
-        "--run",
-        run,
-        "--cache",
-        cache.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    cfzero_s3(endpoint, home, &args)
+        config,
+        Path::new(run),
+        &["--cache", cache.to_str().unwrap()],
+    );
+    cmd.args(extra);
+    against_s3(cmd, endpoint, home)
 }
 
 /// `cfzero selfplay --device cpu --run RUN --cache CACHE EXTRA...` against `endpoint`.
@@ -883,5 +882,73 @@ fn bad_run_locations_are_one_line_errors() {
         &["learn", "--config", config, "--run", "s3://empty/x"],
         false,
         "no AWS credentials",
+    );
+}
+
+/// Every whole label entry of label-file bytes (a torn last one, uploaded while the teacher
+/// was writing it, is left out as a trainer opening the file cuts it).
+fn label_entries(bytes: &[u8], dir: &Path) -> Vec<cfzero_teacher::label_file::LabelEntry> {
+    let file = dir.join("labels-read.cfl");
+    std::fs::write(&file, bytes).unwrap();
+    let mut reader = cfzero_teacher::label_file::LabelReader::open(&file).unwrap();
+    let mut entries = Vec::new();
+    while let Some(e) = reader.next_entry().unwrap() {
+        entries.push(e);
+    }
+    entries
+}
+
+#[test]
+fn a_successor_elsewhere_keeps_the_teachers_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = S3Server::start();
+    let store = server.store("teach", "runs/t");
+    let endpoint = server.endpoint();
+    let mut text = std::fs::read_to_string(micro_config()).unwrap();
+    text.push_str("\n[teacher]\nshare = 1.0\nweight = 0.5\nprocesses = 1\nnodes = 1\n");
+    let config = tmp.path().join("teacher.toml");
+    std::fs::write(&config, text).unwrap();
+    let table = tmp.path().join("table.json");
+    std::fs::write(&table, r#"{"*": {}}"#).unwrap();
+    let engine = scripted_engine();
+    let train = |cache: &str, extra: &[&str]| {
+        let mut cmd = trainer(
+            &endpoint,
+            tmp.path(),
+            "train",
+            &config,
+            "s3://teach/runs/t",
+            &tmp.path().join(cache),
+            extra,
+        );
+        cmd.args(["--teacher", &engine])
+            .env("SCRIPTED_UCI_TABLE", &table);
+        succeed(cmd)
+    };
+    train("first", &["--generations", "2"]);
+    let key = "teacher/labels-01.cfl";
+    let first = store
+        .get(key)
+        .unwrap()
+        .expect("the labels are on the store");
+    let first = label_entries(&first, tmp.path());
+    assert!(!first.is_empty());
+    // A trainer on another machine (an empty cache) goes on from the store's labels: the
+    // file it publishes starts with every label the first trainer published. (Two more
+    // generations: the labels of generation 3's games are written while it trains, so
+    // generation 4's publication carries them whatever the engine's pace.)
+    train("second", &["--generations", "4", "--resume"]);
+    let second = store.get(key).unwrap().unwrap();
+    let second = label_entries(&second, tmp.path());
+    assert!(
+        second.len() > first.len(),
+        "{} then {}",
+        first.len(),
+        second.len()
+    );
+    assert_eq!(&second[..first.len()], &first[..]);
+    assert!(
+        store.get("teacher/labels-02.cfl").unwrap().is_none(),
+        "the successor appended to the same file"
     );
 }

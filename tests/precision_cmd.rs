@@ -17,13 +17,15 @@ const FALLBACK: &str = "inference precision: f32 (bf16 requested, but CFZERO_CPU
 
 /// Runs cfzero with `args` and `CFZERO_CPU_BF16=cpu_bf16`; asserts success.
 fn run(args: &[&str], cpu_bf16: &str) -> Output {
-    let out = cfzero(args)
-        .env("CFZERO_CPU_BF16", cpu_bf16)
-        .output()
-        .unwrap();
+    run_with(cfzero(args), cpu_bf16)
+}
+
+/// Runs `cmd` with `CFZERO_CPU_BF16=cpu_bf16`; asserts success.
+fn run_with(mut cmd: std::process::Command, cpu_bf16: &str) -> Output {
+    let out = cmd.env("CFZERO_CPU_BF16", cpu_bf16).output().unwrap();
     assert!(
         out.status.success(),
-        "cfzero {args:?} failed:\n{}",
+        "{cmd:?} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
@@ -44,18 +46,8 @@ fn bf16_run(dir: &Path, cpu_bf16: &str) -> (PathBuf, Output) {
         )],
     );
     let run_dir = dir.join("run");
-    let out = run(
-        &[
-            "train",
-            "--device",
-            "cpu",
-            "--config",
-            config.to_str().unwrap(),
-            "--run",
-            run_dir.to_str().unwrap(),
-            "--generations",
-            "1",
-        ],
+    let out = run_with(
+        run_cmd("train", &config, &run_dir, &["--generations", "1"]),
         cpu_bf16,
     );
     (run_dir, out)
@@ -244,6 +236,9 @@ fn the_uci_engine_serves_the_net_on_the_backend_option() {
         "{options:?}"
     );
     // auto, f32 on the CPU: the native pass; then each choice reloads the net on its backend.
+    // One simulation reports the root's evaluation (`wdl` in permille): what that backend
+    // computed for the start position.
+    let mut root_wdl = Vec::new();
     for (value, name) in [
         (None, "native"),
         (Some("tch"), "libtorch"),
@@ -259,9 +254,29 @@ fn the_uci_engine_serves_the_net_on_the_backend_option() {
                 .any(|l| *l == format!("info string backend {name}")),
             "{value:?}: {seen:?}"
         );
-        engine.send("go nodes 8");
-        engine.until("bestmove");
+        engine.send("go nodes 1");
+        let seen = engine.until("bestmove");
+        let info = seen
+            .iter()
+            .rfind(|l| l.starts_with("info depth"))
+            .unwrap_or_else(|| panic!("{name}: no info line in {seen:?}"));
+        let words: Vec<&str> = info.split_whitespace().collect();
+        let at = words.iter().position(|&w| w == "wdl").unwrap();
+        let wdl: Vec<i64> = words[at + 1..at + 4]
+            .iter()
+            .map(|w| w.parse().unwrap())
+            .collect();
+        root_wdl.push(wdl);
     }
+    // Known answers: the two f32 passes of the same net agree (to the permille's rounding),
+    // and material counting values the balanced start position at 0: W = L = 1/2, no draws.
+    let (native, tch, material) = (&root_wdl[0], &root_wdl[1], &root_wdl[2]);
+    assert!(
+        native.iter().zip(tch).all(|(a, b)| (a - b).abs() <= 1),
+        "native {native:?} against libtorch {tch:?}"
+    );
+    assert_eq!(material, &vec![500, 0, 500]);
+    assert_ne!(native, material, "the net's W/D/L is not material's");
     engine.send("setoption name Backend value onnx");
     engine.send("isready");
     let seen = engine.until("readyok");

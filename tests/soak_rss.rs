@@ -31,19 +31,11 @@ fn rss_mib(pid: u32) -> Option<f64> {
 fn soak(config: &std::path::Path, seconds: u64, every: Duration) {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
-    let mut child = cfzero(&[
-        "train",
-        "--device",
-        "cpu",
-        "--config",
-        config.to_str().unwrap(),
-        "--run",
-        run.to_str().unwrap(),
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut child = run_cmd("train", config, &run, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let start = Instant::now();
     let mut curve = Vec::new();
     while start.elapsed() < Duration::from_secs(seconds) {

@@ -91,6 +91,44 @@ fn game_positions(run: &Path) -> Vec<String> {
     fens
 }
 
+/// Checks that the run's labels are positions its games reached, each with every legal move
+/// and the engine's best by its rule (no position skipped); returns how many there are.
+fn check_labels(run: &Path) -> usize {
+    let entries = labels(run);
+    let reached: BTreeSet<String> = game_positions(run).into_iter().collect();
+    assert!(!entries.is_empty(), "no label written");
+    for e in &entries {
+        let LabelEntry::Label(label) = e else {
+            panic!("a position was skipped: {e:?}")
+        };
+        assert!(
+            reached.contains(&label.fen),
+            "{} is no position of the run",
+            label.fen
+        );
+        let position: Chess = label
+            .fen
+            .parse::<Fen>()
+            .unwrap()
+            .into_position(CastlingMode::Standard)
+            .unwrap();
+        assert_eq!(
+            label.moves.len(),
+            position.legal_moves().len(),
+            "{}",
+            label.fen
+        );
+        let best = label.moves[label.best].0.to_move(&position).unwrap();
+        assert_eq!(
+            UciMove::from_move(best, CastlingMode::Standard).to_string(),
+            rule_best(&position),
+            "{}",
+            label.fen
+        );
+    }
+    entries.len()
+}
+
 /// The scripted engine's rule, written out again: the move after which the mover is most
 /// material ahead (100 cp a pawn), plus the sum of its UCI text's character codes mod 13;
 /// the first in UCI order among equals.
@@ -135,38 +173,7 @@ fn train_labels_its_positions_beside_self_play_and_learns_from_them() {
     let out = train_with_teacher(tmp.path(), &run, 3, &[], &[]);
 
     // Labels of the run's own positions, each the engine's answer.
-    let entries = labels(&run);
-    let reached: BTreeSet<String> = game_positions(&run).into_iter().collect();
-    assert!(!entries.is_empty(), "no label written");
-    for e in &entries {
-        let LabelEntry::Label(label) = e else {
-            panic!("a position was skipped: {e:?}")
-        };
-        assert!(
-            reached.contains(&label.fen),
-            "{} is no position of the run",
-            label.fen
-        );
-        let position: Chess = label
-            .fen
-            .parse::<Fen>()
-            .unwrap()
-            .into_position(CastlingMode::Standard)
-            .unwrap();
-        assert_eq!(
-            label.moves.len(),
-            position.legal_moves().len(),
-            "{}",
-            label.fen
-        );
-        let best = label.moves[label.best].0.to_move(&position).unwrap();
-        assert_eq!(
-            UciMove::from_move(best, CastlingMode::Standard).to_string(),
-            rule_best(&position),
-            "{}",
-            label.fen
-        );
-    }
+    let before = check_labels(&run);
 
     // The log says how many labels, at what weight, and how often the net agrees.
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -195,7 +202,6 @@ fn train_labels_its_positions_beside_self_play_and_learns_from_them() {
     assert!(at("teacher/labels_per_second", 3) > 0.0);
 
     // A resumed run appends to the same label file and keeps what it had.
-    let before = entries.len();
     train_with_teacher(tmp.path(), &run, 4, &[], &["--resume"]);
     let files = files_under(&run.join("teacher"));
     assert_eq!(files.len(), 1, "{files:?}");
@@ -227,28 +233,97 @@ fn a_teacher_that_does_not_start_is_a_one_line_error_and_leaves_no_run() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     let config = config(tmp.path());
-    let out = run_cmd(
-        "train",
-        &config,
-        &run,
-        &["--generations", "1", "--teacher", "/nonexistent/engine"],
-    )
-    .output()
-    .unwrap();
-    assert_user_error_output(
-        "a missing teacher",
-        &out,
-        "the teacher (/nonexistent/engine)",
-    );
-    assert!(!run.exists(), "a run directory was left behind");
-    // `learn` has no self-play to label.
+    // `train`, and `learn` whose teacher labels its workers' games.
+    for command in ["train", "learn"] {
+        let out = run_cmd(
+            command,
+            &config,
+            &run,
+            &["--generations", "1", "--teacher", "/nonexistent/engine"],
+        )
+        .output()
+        .unwrap();
+        assert_user_error_output(command, &out, "the teacher (/nonexistent/engine)");
+        assert!(!run.exists(), "{command}: a run directory was left behind");
+    }
+    // `learn --data` trains on fixed data: its labels come from `cfzero label`.
     let out = run_cmd(
         "learn",
         &config,
         &run,
-        &["--teacher", "/usr/games/stockfish"],
+        &[
+            "--data",
+            "pgn:tests/data/pgn/lichess_sample.pgn",
+            "--teacher",
+            "/usr/games/stockfish",
+        ],
     )
     .output()
     .unwrap();
-    assert_user_error_output("learn --teacher", &out, "cfzero label");
+    assert_user_error_output("learn --data --teacher", &out, "cfzero label");
+}
+
+#[test]
+fn learn_labels_its_workers_games_as_they_arrive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let table = tmp.path().join("table.json");
+    std::fs::write(&table, r#"{"*": {}}"#).unwrap();
+    let err = tmp.path().join("learn.err");
+    let mut learn = Killed(
+        run_cmd(
+            "learn",
+            &config(tmp.path()),
+            &run,
+            &["--generations", "2", "--teacher", &scripted_engine()],
+        )
+        .env("SCRIPTED_UCI_TABLE", &table)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !run.join("nets/gen-0000.safetensors").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "learn created no run in 60 s"
+        );
+        assert!(learn.0.try_wait().unwrap().is_none(), "learn exited early");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _worker = Killed(
+        cfzero(&[
+            "selfplay",
+            "--device",
+            "cpu",
+            "--run",
+            run.to_str().unwrap(),
+            "--worker",
+            "w1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let status = loop {
+        if let Some(status) = learn.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "learn did not finish 2 generations in 300 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    assert!(status.success(), "learn failed: {stderr}");
+    // Every label is a position of the worker's games, with the engine's best move.
+    check_labels(&run);
+    // Each generation's line carries the teacher's figures.
+    let log = std::fs::read_to_string(run.join("log.tsv")).unwrap();
+    assert_eq!(log.lines().count(), 2, "{log}");
+    assert!(log.lines().all(|l| l.contains(" | teacher ")), "{log}");
 }

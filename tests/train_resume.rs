@@ -25,18 +25,6 @@ const MAX_PLIES: u32 = 40;
 /// How long the first process may take to reach generation 2 (a debug build on a busy machine).
 const TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Bytes of every file under `dir` but the temporary files of atomic writes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    files_under(dir)
-        .into_iter()
-        .filter(|p| !is_temporary(p))
-        .map(|p| {
-            let bytes = std::fs::read(&p).unwrap();
-            (p, bytes)
-        })
-        .collect()
-}
-
 /// Reads every file of the run directory with the reader of its kind; panics on a file that
 /// fails to parse or that no part of a run writes. `killed` is the process id of the killed
 /// run: its TensorBoard file may end in a torn record (TensorBoard reads up to it) and its
@@ -128,21 +116,11 @@ fn resume_after_sigkill_loses_nothing() {
     // Start three generations and kill the process once generation 1 is published and
     // generation 2 has written some games.
     let log = |name: &str| Stdio::from(File::create(tmp.path().join(name)).unwrap());
-    let mut child = cfzero(&[
-        "train",
-        "--device",
-        "cpu",
-        "--config",
-        config.to_str().unwrap(),
-        "--run",
-        run.to_str().unwrap(),
-        "--generations",
-        "3",
-    ])
-    .stdout(log("first.out"))
-    .stderr(log("first.err"))
-    .spawn()
-    .unwrap();
+    let mut child = run_cmd("train", &config, &run, &["--generations", "3"])
+        .stdout(log("first.out"))
+        .stderr(log("first.err"))
+        .spawn()
+        .unwrap();
     let pid = child.id();
     let gen1 = run.join("nets/gen-0001.safetensors");
     let gen2_games = run.join("games/gen-0002");

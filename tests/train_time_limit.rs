@@ -113,19 +113,9 @@ fn a_bad_limit_is_a_one_line_error_with_exit_code_2() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     for minutes in ["-1", "0", "nan"] {
-        let out = cfzero(&[
-            "train",
-            "--device",
-            "cpu",
-            "--config",
-            micro_config().to_str().unwrap(),
-            "--run",
-            run.to_str().unwrap(),
-            "--minutes",
-            minutes,
-        ])
-        .output()
-        .unwrap();
+        let out = run_cmd("train", &micro_config(), &run, &["--minutes", minutes])
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "--minutes {minutes}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");

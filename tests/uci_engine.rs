@@ -255,6 +255,13 @@ fn a_config_file_and_the_options_reach_the_batched_search() {
             .any(|l| l.starts_with("option name SearchMode type combo default puct")),
         "{lines:?}"
     );
+    // Without --sims, the config's `[search] simulations` (micro's 8).
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("option name Simulations type spin default 8 ")),
+        "{lines:?}"
+    );
     // Every batch size spends the node budget exactly: the root plus 200 simulations.
     for (mode, batch) in [("puct", 7), ("gumbel", 1), ("gumbel", 16), ("gumbel", 64)] {
         engine.send(format!("setoption name SearchMode value {mode}"));

@@ -20,6 +20,16 @@ pub enum TerminalReason {
 }
 
 impl TerminalReason {
+    /// Every reason, in the order of their codes (records store `reason as u8`).
+    pub const ALL: [TerminalReason; 6] = [
+        TerminalReason::Checkmate,
+        TerminalReason::Stalemate,
+        TerminalReason::InsufficientMaterial,
+        TerminalReason::FiftyMoveRule,
+        TerminalReason::ThreefoldRepetition,
+        TerminalReason::MaxPlies,
+    ];
+
     /// A short human description, e.g. "threefold repetition".
     pub fn describe(self) -> &'static str {
         match self {
@@ -28,7 +38,7 @@ impl TerminalReason {
             TerminalReason::InsufficientMaterial => "insufficient material",
             TerminalReason::FiftyMoveRule => "fifty-move rule",
             TerminalReason::ThreefoldRepetition => "threefold repetition",
-            TerminalReason::MaxPlies => "maximum game length",
+            TerminalReason::MaxPlies => "adjudication: maximum length",
         }
     }
 }

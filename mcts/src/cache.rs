@@ -37,6 +37,11 @@ pub struct CachedEval<'a> {
     pub wdl: [f32; 3],
 }
 
+/// The cache size of a search that does not choose its own (self-play's `cache_entries`,
+/// match players, `bench mcts`): 65,536 positions, about 15 MB with the policies of a
+/// middlegame, enough for the trees of a move and the one before it.
+pub const DEFAULT_CACHE_ENTRIES: usize = 1 << 16;
+
 /// The cache. A capacity of 0 disables it.
 #[derive(Debug, Clone)]
 pub struct EvalCache {

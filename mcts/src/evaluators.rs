@@ -33,8 +33,8 @@ impl<G: Game> Evaluator<G> for UniformEvaluator {
     }
 }
 
-/// Equal priors and a value from the material balance: `tanh(balance / scale)` for the side
-/// to move, with pawn 1, knight 3, bishop 3, rook 5, queen 9. WDL puts the value's mass on
+/// Equal priors and a value from the material balance ([`cfzero_chess::material_balance`]):
+/// `tanh(balance / scale)` for the side to move. WDL puts the value's mass on
 /// win or loss and the rest on draw.
 #[derive(Debug, Clone, Copy)]
 pub struct MaterialEvaluator {
@@ -44,30 +44,19 @@ pub struct MaterialEvaluator {
 
 impl Default for MaterialEvaluator {
     fn default() -> Self {
-        MaterialEvaluator { scale: 4.0 }
+        MaterialEvaluator {
+            scale: cfzero_chess::PAWNS_PER_UNIT,
+        }
     }
 }
 
 impl MaterialEvaluator {
     /// The value of a position for its side to move.
     pub fn value(&self, state: &ChessState) -> f32 {
-        use shakmaty::{Position, Role};
+        use shakmaty::Position;
         let pos = state.position();
-        let board = pos.board();
-        let us = pos.turn();
-        let worth = |role: Role| match role {
-            Role::Pawn => 1.0,
-            Role::Knight | Role::Bishop => 3.0,
-            Role::Rook => 5.0,
-            Role::Queen => 9.0,
-            Role::King => 0.0,
-        };
-        let mut balance = 0.0f32;
-        for (_, piece) in board.iter() {
-            let w = worth(piece.role);
-            balance += if piece.color == us { w } else { -w };
-        }
-        (balance / self.scale).tanh()
+        let balance = cfzero_chess::material_balance(pos.board(), pos.turn());
+        (balance as f32 / self.scale).tanh()
     }
 }
 

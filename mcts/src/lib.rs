@@ -1,7 +1,11 @@
-//! Game-agnostic search for cfzero: the [`Game`] and [`Evaluator`] traits, Gumbel root
-//! search with sequential halving, PUCT, the node arena, proven values ([`solver`]), and
-//! a driver that runs many searches at once and batches their leaves. The chess game
-//! state lives in [`cfzero_chess`]; its [`Game`] impl is here (`chess_game.rs`).
+//! The search of cfzero, written for any [`Game`]: the [`Game`] and [`Evaluator`] traits,
+//! Gumbel root search with sequential halving, PUCT, the node arena, proven values
+//! ([`solver`]), and a driver that runs many searches at once and batches their leaves.
+//! Beside that game-agnostic core it holds the games the search is used and tested on: the
+//! [`Game`] impl of [`cfzero_chess`]'s state (`chess_game.rs`, here so that the chess state
+//! does not depend on the search), evaluators that need no net ([`evaluators`]), a
+//! tic-tac-toe with exact answers for the tests ([`tictactoe`]) and the search benchmark
+//! behind `cfzero bench mcts` ([`bench`]).
 
 pub mod bench;
 pub mod cache;
@@ -25,7 +29,8 @@ pub mod tree;
 pub use evaluator::{EvalError, Evaluations, Evaluator, LeafBatch};
 pub use game::{Game, Terminal};
 
-pub use config::{InvalidSetting, QNormalization, SearchConfig, SearchMode};
+pub use cache::DEFAULT_CACHE_ENTRIES;
+pub use config::{QNormalization, SearchConfig, SearchMode};
 pub use driver::{Driver, DriverStats, Limits};
 pub use evaluators::{MaterialEvaluator, UniformEvaluator};
 pub use search::{Search, SearchError, SearchResult, Step};

@@ -202,6 +202,25 @@ pub struct LossWeights {
     pub hl_gauss_sigma: f64,
 }
 
+impl LossWeights {
+    /// The weight of `term`: the one place where a term meets its config field.
+    pub fn weight(&self, term: crate::loss::LossTerm) -> f64 {
+        use crate::loss::LossTerm;
+        match term {
+            LossTerm::Policy => self.policy,
+            LossTerm::SoftPolicy => self.soft_policy,
+            LossTerm::Winner => self.winner,
+            LossTerm::Q => self.q,
+            LossTerm::QError => self.q_error,
+            LossTerm::QCategorical => self.q_categorical,
+            LossTerm::St => self.st,
+            LossTerm::StError => self.st_error,
+            LossTerm::StCategorical => self.st_categorical,
+            LossTerm::MovesLeft => self.moves_left,
+        }
+    }
+}
+
 impl Default for LossWeights {
     fn default() -> Self {
         LossWeights {

@@ -20,6 +20,6 @@ pub use checkpoint::{CheckpointError, load_net, save_net};
 pub use config::{HeadsConfig, LossWeights, NetworkConfig};
 pub use device::parse_device;
 pub use inference::{InferenceHandle, InferenceOptions, InferenceServer};
-pub use loss::{LossTerms, TrainingBatch, loss};
+pub use loss::{LossTerm, LossTerms, TrainingBatch, loss};
 pub use model::{ModelOutputs, Net};
 pub use precision::{Bf16Support, Precision, ResolvedPrecision};

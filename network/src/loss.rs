@@ -48,6 +48,64 @@ impl TrainingBatch {
     }
 }
 
+/// One term of the training loss. The list of terms lives here once: their names (config keys,
+/// log and TensorBoard tags) and every list of them are derived from [`LossTerm::ALL`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LossTerm {
+    /// Cross-entropy of the policy against the search policy.
+    Policy,
+    /// Cross-entropy of the soft policy against the search policy at temperature 4.
+    SoftPolicy,
+    /// Cross-entropy of the winner head against the game result.
+    Winner,
+    /// Squared error of the `q` head's scalar.
+    Q,
+    /// Squared error of the `q` head's error estimate.
+    QError,
+    /// Cross-entropy of the `q` head's categorical buckets.
+    QCategorical,
+    /// Squared error of the `st` head's scalar.
+    St,
+    /// Squared error of the `st` head's error estimate.
+    StError,
+    /// Cross-entropy of the `st` head's categorical buckets.
+    StCategorical,
+    /// Huber loss of the moves-left head.
+    MovesLeft,
+}
+
+impl LossTerm {
+    /// Every term, in the order logs list them.
+    pub const ALL: [LossTerm; 10] = [
+        LossTerm::Policy,
+        LossTerm::SoftPolicy,
+        LossTerm::Winner,
+        LossTerm::Q,
+        LossTerm::QError,
+        LossTerm::QCategorical,
+        LossTerm::St,
+        LossTerm::StError,
+        LossTerm::StCategorical,
+        LossTerm::MovesLeft,
+    ];
+
+    /// The term's name: its key in `[train.loss]` and its tag under `loss/`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LossTerm::Policy => "policy",
+            LossTerm::SoftPolicy => "soft_policy",
+            LossTerm::Winner => "winner",
+            LossTerm::Q => "q",
+            LossTerm::QError => "q_error",
+            LossTerm::QCategorical => "q_categorical",
+            LossTerm::St => "st",
+            LossTerm::StError => "st_error",
+            LossTerm::StCategorical => "st_categorical",
+            LossTerm::MovesLeft => "moves_left",
+        }
+    }
+}
+
 /// The loss of a batch: the weighted total (for backward) and each unweighted term (for logging).
 /// Terms of heads that are off are 0.
 #[derive(Debug)]
@@ -56,43 +114,23 @@ pub struct LossTerms {
     pub total: Tensor,
     /// `total` as a number.
     pub total_value: f64,
-    /// Policy cross-entropy.
-    pub policy: f64,
-    /// Soft policy cross-entropy.
-    pub soft_policy: f64,
-    /// Winner cross-entropy.
-    pub winner: f64,
-    /// `q` squared error.
-    pub q: f64,
-    /// `q` error-estimate loss.
-    pub q_error: f64,
-    /// `q` categorical cross-entropy.
-    pub q_categorical: f64,
-    /// `st` squared error.
-    pub st: f64,
-    /// `st` error-estimate loss.
-    pub st_error: f64,
-    /// `st` categorical cross-entropy.
-    pub st_categorical: f64,
-    /// Moves-left Huber loss.
-    pub moves_left: f64,
+    /// Each term's unweighted value, in [`LossTerm::ALL`]'s order.
+    values: [f64; LossTerm::ALL.len()],
 }
 
 impl LossTerms {
+    /// The unweighted value of `term`.
+    pub fn get(&self, term: LossTerm) -> f64 {
+        self.values[term as usize]
+    }
+
+    fn set(&mut self, term: LossTerm, value: &Tensor) {
+        self.values[term as usize] = value.double_value(&[]);
+    }
+
     /// `(name, unweighted value)` of every term, for logging.
-    pub fn named(&self) -> [(&'static str, f64); 10] {
-        [
-            ("policy", self.policy),
-            ("soft_policy", self.soft_policy),
-            ("winner", self.winner),
-            ("q", self.q),
-            ("q_error", self.q_error),
-            ("q_categorical", self.q_categorical),
-            ("st", self.st),
-            ("st_error", self.st_error),
-            ("st_categorical", self.st_categorical),
-            ("moves_left", self.moves_left),
-        ]
+    pub fn named(&self) -> [(&'static str, f64); LossTerm::ALL.len()] {
+        LossTerm::ALL.map(|t| (t.name(), self.get(t)))
     }
 }
 
@@ -173,50 +211,44 @@ fn value_terms(
 /// The weighted loss of `outputs` against `batch` (which must be on the outputs' device).
 pub fn loss(outputs: &ModelOutputs, batch: &TrainingBatch, weights: &LossWeights) -> LossTerms {
     let device = outputs.policy.device();
-    let zero = || Tensor::zeros([], (Kind::Float, device));
-    let scalar = |t: &Tensor| t.double_value(&[]);
-    let policy = cross_entropy(
-        &mask_logits(&outputs.policy, &batch.legal, ILLEGAL_LOGIT),
-        &batch.policy,
-    );
-    let mut total = &policy * weights.policy;
     let mut terms = LossTerms {
-        total: zero(),
+        total: Tensor::zeros([], (Kind::Float, device)),
         total_value: 0.0,
-        policy: scalar(&policy),
-        soft_policy: 0.0,
-        winner: 0.0,
-        q: 0.0,
-        q_error: 0.0,
-        q_categorical: 0.0,
-        st: 0.0,
-        st_error: 0.0,
-        st_categorical: 0.0,
-        moves_left: 0.0,
+        values: [0.0; LossTerm::ALL.len()],
     };
+    let mut total = Tensor::zeros([], (Kind::Float, device));
+    let mut add = |term: LossTerm, l: Tensor| {
+        terms.set(term, &l);
+        total += l * weights.weight(term);
+    };
+    add(
+        LossTerm::Policy,
+        cross_entropy(
+            &mask_logits(&outputs.policy, &batch.legal, ILLEGAL_LOGIT),
+            &batch.policy,
+        ),
+    );
     if let Some(soft) = &outputs.soft_policy {
         let l = cross_entropy(
             &mask_logits(soft, &batch.legal, ILLEGAL_LOGIT),
             &soft_target(&batch.policy),
         );
-        terms.soft_policy = scalar(&l);
-        total += l * weights.soft_policy;
+        add(LossTerm::SoftPolicy, l);
     }
     if let Some(wdl) = &outputs.wdl {
-        let l = cross_entropy(wdl, &batch.wdl);
-        terms.winner = scalar(&l);
-        total += l * weights.winner;
+        add(LossTerm::Winner, cross_entropy(wdl, &batch.wdl));
     }
     if let Some(q) = &outputs.q {
         let (se, err, cat) = value_terms(q, &batch.q, weights.hl_gauss_sigma);
-        (terms.q, terms.q_error, terms.q_categorical) = (scalar(&se), scalar(&err), scalar(&cat));
-        total += se * weights.q + err * weights.q_error + cat * weights.q_categorical;
+        add(LossTerm::Q, se);
+        add(LossTerm::QError, err);
+        add(LossTerm::QCategorical, cat);
     }
     if let Some(st) = &outputs.st {
         let (se, err, cat) = value_terms(st, &batch.st, weights.hl_gauss_sigma);
-        (terms.st, terms.st_error, terms.st_categorical) =
-            (scalar(&se), scalar(&err), scalar(&cat));
-        total += se * weights.st + err * weights.st_error + cat * weights.st_categorical;
+        add(LossTerm::St, se);
+        add(LossTerm::StError, err);
+        add(LossTerm::StCategorical, cat);
     }
     if let Some(ml) = &outputs.moves_left {
         // Positions whose plies left are unknown (NaN) count for nothing; with every one
@@ -225,10 +257,9 @@ pub fn loss(outputs: &ModelOutputs, batch: &TrainingBatch, weights: &LossWeights
         let target = batch.moves_left.nan_to_num(0.0, None, None) / MOVES_LEFT_SCALE;
         let per = ml.huber_loss(&target, Reduction::None, MOVES_LEFT_HUBER_DELTA);
         let l = (per * &known).sum(Kind::Float) / known.sum(Kind::Float).clamp_min(1.0);
-        terms.moves_left = scalar(&l);
-        total += l * weights.moves_left;
+        add(LossTerm::MovesLeft, l);
     }
-    terms.total_value = scalar(&total);
+    terms.total_value = total.double_value(&[]);
     terms.total = total;
     terms
 }

@@ -6,7 +6,7 @@ use cfzero_network::loss::{
     MOVES_LEFT_HUBER_DELTA, MOVES_LEFT_SCALE, hl_gauss, soft_target, two_hot,
 };
 use cfzero_network::optim::{LrSchedule, NAdam, NAdamConfig, clip_grad_norm};
-use cfzero_network::{LossWeights, Net, loss};
+use cfzero_network::{LossTerm, LossWeights, Net, loss};
 use net_support::{preset, synthetic_batch};
 use tch::{Device, Kind, Tensor};
 
@@ -100,14 +100,14 @@ fn unknown_plies_left_train_nothing() {
     }
     expect /= 2.0;
     assert!(
-        (terms.moves_left - expect).abs() < 1e-6,
+        (terms.get(LossTerm::MovesLeft) - expect).abs() < 1e-6,
         "{} against {expect}",
-        terms.moves_left
+        terms.get(LossTerm::MovesLeft)
     );
     assert!(terms.total_value.is_finite());
     batch.moves_left = Tensor::from_slice(&[f32::NAN; 4]);
     let terms = loss(&out, &batch, &LossWeights::default());
-    assert_eq!(terms.moves_left, 0.0);
+    assert_eq!(terms.get(LossTerm::MovesLeft), 0.0);
     assert!(terms.total_value.is_finite());
     terms.total.backward();
 }
@@ -140,27 +140,28 @@ fn loss_terms_match_hand_computation_for_known_outputs() {
         .double_value(&[])
         / 4.0;
     assert!(
-        (terms.policy - expect).abs() < 1e-5,
+        (terms.get(LossTerm::Policy) - expect).abs() < 1e-5,
         "{} vs {expect}",
-        terms.policy
+        terms.get(LossTerm::Policy)
     );
     let q = out.q.as_ref().unwrap();
     let se = (&q.value - &batch.q)
         .square()
         .mean(Kind::Float)
         .double_value(&[]);
-    assert!((terms.q - se).abs() < 1e-6);
+    assert!((terms.get(LossTerm::Q) - se).abs() < 1e-6);
     let w = LossWeights::default();
-    let weighted: f64 = terms.policy * w.policy
-        + terms.soft_policy * w.soft_policy
-        + terms.winner * w.winner
-        + terms.q * w.q
-        + terms.q_error * w.q_error
-        + terms.q_categorical * w.q_categorical
-        + terms.st * w.st
-        + terms.st_error * w.st_error
-        + terms.st_categorical * w.st_categorical
-        + terms.moves_left * w.moves_left;
+    // Written out field by field: checks `LossWeights::weight` pairs each term with its field.
+    let weighted: f64 = terms.get(LossTerm::Policy) * w.policy
+        + terms.get(LossTerm::SoftPolicy) * w.soft_policy
+        + terms.get(LossTerm::Winner) * w.winner
+        + terms.get(LossTerm::Q) * w.q
+        + terms.get(LossTerm::QError) * w.q_error
+        + terms.get(LossTerm::QCategorical) * w.q_categorical
+        + terms.get(LossTerm::St) * w.st
+        + terms.get(LossTerm::StError) * w.st_error
+        + terms.get(LossTerm::StCategorical) * w.st_categorical
+        + terms.get(LossTerm::MovesLeft) * w.moves_left;
     assert!((terms.total_value - weighted).abs() < 1e-4 * weighted.abs().max(1.0));
 }
 

@@ -374,7 +374,7 @@ fn finish(
     // tail of a capped game's targets is the search's value of its last position, seen from
     // the side to move after it.
     let final_value = match (termination, values.last()) {
-        (Termination::MaxPlies, Some(&last)) => -last,
+        (Termination::MAX_PLIES, Some(&last)) => -last,
         _ => result.value_for(final_state.turn()),
     };
     short_term_targets(values, final_value, SHORT_TERM_THETA, st);
@@ -384,7 +384,7 @@ fn finish(
     // A game drawn only by the length cap says nothing about a resignation: the side that
     // would have resigned may well have lost had the game gone on. Such games count as
     // unknown, neither right nor wrong.
-    let known = termination != Termination::MaxPlies;
+    let known = termination != Termination::MAX_PLIES;
     let resign_false_positive = slot
         .would_resign
         .filter(|_| known)
@@ -417,6 +417,7 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cfzero_chess::TerminalReason;
     use rand::SeedableRng;
 
     /// A game slot of the start position with a tracker that resigns after one low value.
@@ -557,10 +558,10 @@ mod tests {
                 &mut Vec::new(),
             )
         };
-        let capped = run(Termination::MaxPlies);
+        let capped = run(Termination::MAX_PLIES);
         assert_eq!(capped.resign_false_positive, None);
         assert!(capped.resign_samples.is_empty());
-        let drawn = run(Termination::ThreefoldRepetition);
+        let drawn = run(Termination::Rule(TerminalReason::ThreefoldRepetition));
         assert_eq!(drawn.resign_false_positive, Some(true));
         assert_eq!(drawn.resign_samples.len(), 2);
         assert!(drawn.resign_samples.iter().all(|s| !s.lost));
@@ -596,7 +597,7 @@ mod tests {
         let theta = SHORT_TERM_THETA;
         // Cut off by the length cap: after the last move the side to move (White) is worth
         // minus Black's best-play value of 0.6.
-        let capped = finished([0.2, 0.6], GameResult::Draw, Termination::MaxPlies);
+        let capped = finished([0.2, 0.6], GameResult::Draw, Termination::MAX_PLIES);
         let st1 = (1.0 - theta) * 0.6 - theta * -0.6;
         let st0 = (1.0 - theta) * 0.2 - theta * st1;
         assert!((capped.positions[1].st - st1).abs() < 1e-6);
@@ -605,7 +606,7 @@ mod tests {
         let drawn = finished(
             [0.2, 0.6],
             GameResult::Draw,
-            Termination::ThreefoldRepetition,
+            Termination::Rule(TerminalReason::ThreefoldRepetition),
         );
         let st1 = (1.0 - theta) * 0.6;
         assert!((drawn.positions[1].st - st1).abs() < 1e-6);

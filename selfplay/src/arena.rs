@@ -145,7 +145,7 @@ impl<'e, E: Evaluator<ChessState>> SearchPlayer<'e, E> {
         SearchPlayer {
             name: name.into(),
             evaluator,
-            driver: Driver::new(config, 1 << 16),
+            driver: Driver::new(config, cfzero_mcts::DEFAULT_CACHE_ENTRIES),
             budgets: Vec::new(),
             simulations,
         }
@@ -340,7 +340,7 @@ pub fn run_match(
                 a_is_white,
                 moves: Vec::new(),
                 result: GameResult::Draw,
-                termination: Termination::MaxPlies,
+                termination: Termination::MAX_PLIES,
             };
             // An opening that is already over counts as played.
             if let Some(reason) = state.terminal_reason() {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use cfzero_mcts::InvalidSetting;
+use cfzero_settings::InvalidSetting;
 use serde::{Deserialize, Serialize};
 
 /// Self-play options (docs/METHODS.md §5).
@@ -61,7 +61,7 @@ impl Default for SelfplayConfig {
             resign_playthrough: 0.1,
             resign_false_positive_target: 0.05,
             max_plies: 450,
-            cache_entries: 1 << 16,
+            cache_entries: cfzero_mcts::DEFAULT_CACHE_ENTRIES,
         }
     }
 }

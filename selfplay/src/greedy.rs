@@ -6,22 +6,11 @@
 //! opponent's replies, so it happily hangs its queen for a pawn: a net that beats it has
 //! learnt at least to keep its pieces and take the ones offered.
 
-use cfzero_chess::ChessState;
+use cfzero_chess::{ChessState, piece_value};
 use rand::Rng;
 use shakmaty::{Move, Position, Role};
 
 use crate::arena::{ArenaError, GameLine, Player};
-
-/// The value of a piece in pawns (the king: 0, it is never captured).
-pub const fn piece_value(role: Role) -> i32 {
-    match role {
-        Role::Pawn => 1,
-        Role::Knight | Role::Bishop => 3,
-        Role::Rook => 5,
-        Role::Queen => 9,
-        Role::King => 0,
-    }
-}
 
 /// How much the mover's material balance grows by `mv`: the captured piece (the pawn for en
 /// passant) plus what a promotion's new piece is worth over the pawn it replaces.

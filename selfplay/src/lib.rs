@@ -1,5 +1,7 @@
-//! Self-play for cfzero: actors that play many games at once, game records, the replay
-//! window on disk, PGN output.
+//! Self-play and play for cfzero, without libtorch: actors that play many games at once, game
+//! records, the replay window on disk, PGN output; and what plays and scores finished nets
+//! (matches and their players, the UCI client, Elo, SPRT, ladder ratings, puzzles), which
+//! share the game records' results and the search players with self-play.
 
 pub mod actor;
 pub mod arena;

@@ -118,7 +118,7 @@ pub fn validate(game: &GameRecord) -> Result<(), ReplayError> {
     // Adjudications (the length cap, resignation) are no rule of the final position.
     if matches!(
         game.termination,
-        Termination::MaxPlies | Termination::Resignation
+        Termination::MAX_PLIES | Termination::Resignation
     ) {
         return Ok(());
     }

@@ -61,67 +61,49 @@ impl GameResult {
     }
 }
 
-/// Why a game ended.
+/// Why a game ended: one of the chess rules' endings (the list lives once, in
+/// [`TerminalReason`]), or a resignation, which only players decide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Termination {
-    /// The side to move was checkmated.
-    Checkmate,
-    /// The side to move had no legal move and was not in check.
-    Stalemate,
-    /// Neither side can mate.
-    InsufficientMaterial,
-    /// 100 plies without a capture or a pawn move.
-    FiftyMoveRule,
-    /// The same position for the third time.
-    ThreefoldRepetition,
-    /// The game reached the configured maximum length and was adjudicated a draw.
-    MaxPlies,
+    /// The rules (or the configured maximum length) ended the game.
+    Rule(TerminalReason),
     /// A side resigned because the search judged its position lost.
     Resignation,
 }
 
 impl From<TerminalReason> for Termination {
     fn from(reason: TerminalReason) -> Termination {
-        match reason {
-            TerminalReason::Checkmate => Termination::Checkmate,
-            TerminalReason::Stalemate => Termination::Stalemate,
-            TerminalReason::InsufficientMaterial => Termination::InsufficientMaterial,
-            TerminalReason::FiftyMoveRule => Termination::FiftyMoveRule,
-            TerminalReason::ThreefoldRepetition => Termination::ThreefoldRepetition,
-            TerminalReason::MaxPlies => Termination::MaxPlies,
-        }
+        Termination::Rule(reason)
     }
 }
 
 impl Termination {
-    const ALL: [Termination; 7] = [
-        Termination::Checkmate,
-        Termination::Stalemate,
-        Termination::InsufficientMaterial,
-        Termination::FiftyMoveRule,
-        Termination::ThreefoldRepetition,
-        Termination::MaxPlies,
-        Termination::Resignation,
-    ];
+    /// The game reached the configured maximum length and was adjudicated a draw.
+    pub const MAX_PLIES: Termination = Termination::Rule(TerminalReason::MaxPlies);
 
     /// Words for the PGN `Termination` tag and for logs.
     pub fn describe(self) -> &'static str {
         match self {
-            Termination::Checkmate => "checkmate",
-            Termination::Stalemate => "stalemate",
-            Termination::InsufficientMaterial => "insufficient material",
-            Termination::FiftyMoveRule => "fifty-move rule",
-            Termination::ThreefoldRepetition => "threefold repetition",
-            Termination::MaxPlies => "adjudication: maximum length",
+            Termination::Rule(reason) => reason.describe(),
             Termination::Resignation => "resignation",
         }
     }
 
+    /// The record format's byte: the rule's index in [`TerminalReason::ALL`], resignation
+    /// after them.
     pub(crate) fn to_byte(self) -> u8 {
-        self as u8
+        match self {
+            Termination::Rule(reason) => reason as u8,
+            Termination::Resignation => TerminalReason::ALL.len() as u8,
+        }
     }
 
     pub(crate) fn from_byte(b: u8) -> Option<Termination> {
-        Self::ALL.get(usize::from(b)).copied()
+        match TerminalReason::ALL.get(usize::from(b)) {
+            Some(&reason) => Some(Termination::Rule(reason)),
+            None => {
+                (usize::from(b) == TerminalReason::ALL.len()).then_some(Termination::Resignation)
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@ use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cfzero_mcts::InvalidSetting;
+use cfzero_settings::InvalidSetting;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -196,6 +196,16 @@ impl ReplayWindow {
     /// `NAME.cfzg.quarantined` (kept for inspection, never read again, also after a resume)
     /// and returned with the skipped files. Returns the number of games added.
     pub fn load_new_files(&mut self, dir: &Path) -> std::io::Result<(usize, Vec<SkippedFile>)> {
+        self.load_new_files_into(dir, None)
+    }
+
+    /// [`ReplayWindow::load_new_files`], also pushing each game added onto `arrived` (for a
+    /// teacher that labels the games as they arrive).
+    pub fn load_new_files_into(
+        &mut self,
+        dir: &Path,
+        mut arrived: Option<&mut Vec<Arc<GameRecord>>>,
+    ) -> std::io::Result<(usize, Vec<SkippedFile>)> {
         let files = sorted_record_files(dir)?;
         let mut added = 0;
         let mut skipped = Vec::new();
@@ -207,7 +217,11 @@ impl ReplayWindow {
                 Ok(games) => {
                     added += games.len();
                     for g in games {
-                        self.add(Arc::new(g));
+                        let g = Arc::new(g);
+                        if let Some(a) = arrived.as_deref_mut() {
+                            a.push(g.clone());
+                        }
+                        self.add(g);
                     }
                     self.loaded_files.insert(path);
                 }

@@ -1,7 +1,7 @@
 //! Match scheduling: pairs of games per opening with colours reversed, legal games with the
 //! right results, early stop, and the statistics units.
 
-use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
 use cfzero_selfplay::arena::{
     ArenaGame, MatchOptions, MatchScore, RandomPlayer, run_match, score_sample,
 };
@@ -96,7 +96,7 @@ fn game(pair: usize, a_is_white: bool, result: GameResult) -> ArenaGame {
         a_is_white,
         moves: Vec::new(),
         result,
-        termination: Termination::Checkmate,
+        termination: Termination::Rule(TerminalReason::Checkmate),
     }
 }
 

@@ -82,7 +82,7 @@ fn small_hostile_files_never_request_large_allocations() {
     let game = GameRecord {
         start_fen: None,
         result: GameResult::Draw,
-        termination: Termination::MaxPlies,
+        termination: Termination::MAX_PLIES,
         generation: 1,
         positions: vec![PositionRecord {
             played: 0,

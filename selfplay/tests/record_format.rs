@@ -1,5 +1,6 @@
 //! Record files: round trip, and torn or corrupt files are detected.
 
+use cfzero_chess::TerminalReason;
 use cfzero_selfplay::record::{decode_records, encode_records, read_records, write_records};
 use cfzero_selfplay::window::{ReplayWindow, WindowConfig};
 use cfzero_selfplay::{GameRecord, GameResult, PositionRecord, RecordError, Termination};
@@ -66,7 +67,7 @@ fn sample_games() -> Vec<GameRecord> {
         GameRecord {
             start_fen: Some(queen.into()),
             result: GameResult::Draw,
-            termination: Termination::MaxPlies,
+            termination: Termination::MAX_PLIES,
             generation: 0,
             positions: vec![position(1, legal_after(Some(queen), &[]), true, -1.0)],
         },
@@ -350,19 +351,45 @@ fn a_rule_ending_must_be_the_final_positions() {
         generation: 1,
         positions: positions[..plies].to_vec(),
     };
-    validate(&game(GameResult::BlackWin, Termination::Checkmate, 4)).unwrap();
+    validate(&game(
+        GameResult::BlackWin,
+        Termination::Rule(TerminalReason::Checkmate),
+        4,
+    ))
+    .unwrap();
     for bad in [
-        game(GameResult::Draw, Termination::Checkmate, 4),
-        game(GameResult::WhiteWin, Termination::Checkmate, 4),
-        game(GameResult::Draw, Termination::Stalemate, 4),
-        game(GameResult::BlackWin, Termination::Checkmate, 3),
+        game(
+            GameResult::Draw,
+            Termination::Rule(TerminalReason::Checkmate),
+            4,
+        ),
+        game(
+            GameResult::WhiteWin,
+            Termination::Rule(TerminalReason::Checkmate),
+            4,
+        ),
+        game(
+            GameResult::Draw,
+            Termination::Rule(TerminalReason::Stalemate),
+            4,
+        ),
+        game(
+            GameResult::BlackWin,
+            Termination::Rule(TerminalReason::Checkmate),
+            3,
+        ),
     ] {
         let e = validate(&bad).unwrap_err();
         assert!(matches!(e, ReplayError::WrongEnd { .. }), "{e}");
     }
-    let e = validate(&game(GameResult::Draw, Termination::FiftyMoveRule, 3)).unwrap_err();
+    let e = validate(&game(
+        GameResult::Draw,
+        Termination::Rule(TerminalReason::FiftyMoveRule),
+        3,
+    ))
+    .unwrap_err();
     assert!(e.to_string().contains("not over"), "{e}");
-    for adjudicated in [Termination::MaxPlies, Termination::Resignation] {
+    for adjudicated in [Termination::MAX_PLIES, Termination::Resignation] {
         validate(&game(GameResult::WhiteWin, adjudicated, 3)).unwrap();
     }
 }

@@ -72,7 +72,7 @@ pub struct MctsArgs {
     #[arg(long, default_value_t = 1000)]
     pub max_positions: usize,
     /// Evaluation cache of the driver in entries (0 disables it).
-    #[arg(long, default_value_t = 1 << 16)]
+    #[arg(long, default_value_t = cfzero_mcts::DEFAULT_CACHE_ENTRIES)]
     pub cache: usize,
     /// Seed of the root noise.
     #[arg(long, default_value_t = 0)]

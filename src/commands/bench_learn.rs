@@ -22,15 +22,15 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::match_cmd::{MatchReport, progress_message};
-use super::net_play::{arena_error, play_search, serve_net};
+use super::net_play::{PLAY_SIMULATIONS, arena_error, play_search, serve_net};
 use super::train::{TrainOutcome, train};
 use crate::config::Config;
 use crate::error::user_error;
 use crate::run::deadline::parse_minutes;
 use crate::run::dir::RunDir;
 use crate::run::progress::bar;
-use crate::run::remote::cache_dir;
 use crate::run::session::{RunArgs, stop_on_ctrl_c};
+use crate::run::stored_run::cache_dir;
 use crate::user_bail;
 use cfzero_store::RunLocation;
 
@@ -130,10 +130,8 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         user_bail!("--games must be at least 1");
     }
     let config = Config::load(&args.config)?;
-    let sims = args.sims.unwrap_or(config.search.simulations);
-    if sims == 0 {
-        user_bail!("--sims must be at least 1");
-    }
+    let play = play_search(Some(&args.config), args.sims, PLAY_SIMULATIONS, "--sims")?;
+    let sims = play.simulations;
     let openings = read_openings(&args.openings).map_err(user_error)?;
     if openings.is_empty() {
         user_bail!(
@@ -162,7 +160,7 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
             cache_dir(None, url)
         }
     };
-    let search = play_search(Some(&args.config))?;
+    let search = play.search;
 
     let run_args = RunArgs {
         config: args.config.clone(),

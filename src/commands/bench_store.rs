@@ -17,7 +17,7 @@ use clap::Args;
 
 use crate::error::user_error;
 use crate::run::progress::bar;
-use crate::run::remote::CHUNK_GRACE;
+use crate::run::stored_run::CHUNK_GRACE;
 use crate::user_bail;
 
 /// Arguments of `cfzero bench store`.

@@ -16,9 +16,8 @@ use clap::{Args, ValueEnum};
 use crate::error::user_error;
 use crate::run::dir::RunDir;
 use crate::run::progress::bar;
-use crate::run::remote::{RemoteRun, cache_dir};
-use cfzero_store::{RunLocation, RunStore};
-use std::sync::Arc;
+use crate::run::stored_run::StoredRun;
+use cfzero_store::RunLocation;
 
 /// Training data formats written.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -50,20 +49,15 @@ pub fn run(args: &ExportDataArgs) -> Result<()> {
     let DataFormat::Lc0V6 = args.format;
     // A run on object storage is read through its cache, like every run.
     let location = RunLocation::parse(&args.run.to_string_lossy()).map_err(user_error)?;
-    let root = match &location {
-        RunLocation::Local(p) => p.clone(),
-        RunLocation::Object(url) => {
-            let store: Arc<dyn RunStore> =
-                Arc::from(cfzero_store::open(&location).map_err(user_error)?);
-            let remote = RemoteRun::new(store, &cache_dir(args.cache.as_deref(), url));
-            let pulled = remote.pull_games()?;
-            eprintln!(
-                "{pulled} chunk(s) of games downloaded from {url} into {}",
-                remote.dir().root().display()
-            );
-            remote.dir().root().to_owned()
-        }
-    };
+    let stored = StoredRun::open(&location, args.cache.as_deref(), None)?;
+    let pulled = stored.pull_games()?;
+    if pulled > 0 {
+        eprintln!(
+            "{pulled} chunk(s) of games downloaded from {location} into {}",
+            stored.dir().root().display()
+        );
+    }
+    let root = stored.dir().root().to_owned();
     let games_dir = RunDir::new(&root).root().join("games");
     if !games_dir.is_dir() {
         return Err(user_error(format!(

@@ -10,7 +10,7 @@ use cfzero_network::{Net, NetworkConfig};
 use clap::Args;
 use tch::Device;
 
-use crate::config::Config;
+use crate::config::{Config, resolve_inference};
 use crate::error::user_error;
 use crate::user_bail;
 
@@ -35,6 +35,8 @@ pub fn run(args: &InfoArgs) -> Result<()> {
             let config = Config::load(path)?;
             println!("# config {}", path.display());
             print!("{}", config.to_toml());
+            println!();
+            print_uses(&config);
             let total = parameter_count(&config.network);
             if total > BUILD_LIMIT {
                 println!();
@@ -55,6 +57,49 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     let total = net.parameter_count() as u64;
     describe_size(&net.config, total, Some(&net));
     Ok(())
+}
+
+/// What each command uses with `config` on this machine's CPU (flags override each line):
+/// the settings the commands resolve, written out so nobody has to know which table is whose.
+fn print_uses(config: &Config) {
+    let (sp, run) = (&config.selfplay, &config.run);
+    let (options, notice) = resolve_inference(
+        run.inference_precision,
+        run.backend,
+        Device::Cpu,
+        run.max_batch,
+    );
+    let backend = match run.backend.resolve(Device::Cpu, options.kind) {
+        Ok(b) => b.to_string(),
+        Err(e) => format!("refused: {e}"),
+    };
+    println!("# what each command uses with this config on this CPU (a flag overrides its line)");
+    println!(
+        "# self-play (train, selfplay): {} simulations a move ({} cheap, {:.0}% full searches), \
+         an evaluation cache of {} positions an actor, {} actors",
+        sp.simulations,
+        sp.cheap_simulations,
+        100.0 * sp.full_search_fraction,
+        sp.cache_entries,
+        sp.actors
+    );
+    println!(
+        "# self-play's nets: backend {} -> {backend}, {notice}; batches of up to {}, {} server(s) \
+         of {} thread(s)",
+        run.backend, run.max_batch, run.inference_servers, run.inference_threads
+    );
+    println!(
+        "# in-run evaluation and ladder: {} simulations a move ([run] eval_simulations), every {} \
+         generation(s)",
+        run.eval_simulations, run.eval_every
+    );
+    println!(
+        "# match, puzzles, uci, bench learn's matches (--config): {} simulations a move ([search] \
+         simulations), no root noise; evaluation cache {} positions (uci {})",
+        config.search.simulations,
+        cfzero_mcts::DEFAULT_CACHE_ENTRIES,
+        crate::uci::CACHE_ENTRIES
+    );
 }
 
 fn describe_size(cfg: &NetworkConfig, total: u64, net: Option<&Net>) {

@@ -5,7 +5,6 @@
 //! the games that are missing (new generations, or more games per pair).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
@@ -27,7 +26,7 @@ use crate::error::user_error;
 use crate::plot::{EloPoint, elo_plot};
 use crate::run::dir::RunDir;
 use crate::run::progress::bar;
-use crate::run::remote::{RemoteRun, cache_dir};
+use crate::run::stored_run::StoredRun;
 use crate::user_bail;
 
 /// Arguments of `cfzero ladder`.
@@ -44,9 +43,9 @@ pub struct LadderArgs {
     /// Games per pair of generations (even: each opening with both colours).
     #[arg(long, default_value_t = 10)]
     pub games: usize,
-    /// Simulations per move.
-    #[arg(long, default_value_t = 16)]
-    pub sims: u32,
+    /// Simulations per move (default: the run's `eval_simulations`, as its in-run evaluation).
+    #[arg(long)]
+    pub sims: Option<u32>,
     /// Opening suite (default: the run's `eval_openings`).
     #[arg(long)]
     pub openings: Option<PathBuf>,
@@ -131,35 +130,30 @@ fn minutes_since(first: SystemTime, path: &Path) -> f64 {
 
 /// Plays the missing games, fits the ratings and writes the CSV and the plot.
 pub fn run(args: &LadderArgs) -> Result<()> {
-    let remote = match RunLocation::parse(&args.run.to_string_lossy()).map_err(user_error)? {
-        RunLocation::Local(_) => None,
-        RunLocation::Object(url) => {
-            let store =
-                cfzero_store::open(&RunLocation::Object(url.clone())).map_err(user_error)?;
-            let remote = RemoteRun::new(Arc::from(store), &cache_dir(args.cache.as_deref(), &url));
-            remote.pull_ladder()?;
-            Some(remote)
-        }
-    };
-    let dir = remote
-        .as_ref()
-        .map_or_else(|| RunDir::new(&args.run), |r| r.dir().clone());
+    let location = RunLocation::parse(&args.run.to_string_lossy()).map_err(user_error)?;
+    let stored = StoredRun::open(&location, args.cache.as_deref(), None)?;
+    stored.pull_ladder()?;
+    let dir = stored.dir().clone();
     if !dir.config().exists() {
         user_bail!("{} holds no run (no config.toml)", args.run.display());
     }
     ladder(args, &dir)?;
-    if let Some(r) = &remote {
-        r.push_tree(&dir.root().join("ladder"))?;
-    }
+    stored.push_tree(&dir.root().join("ladder"))?;
     Ok(())
 }
 
 /// The ladder of the run in `dir`.
 fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
-    if args.games == 0 || args.sims == 0 {
-        user_bail!("--games and --sims must be at least 1");
+    if args.games == 0 {
+        user_bail!("--games must be at least 1");
     }
     let config = Config::load(&dir.config())?;
+    let play = play_search(
+        Some(&dir.config()),
+        Some(args.sims.unwrap_or(config.run.eval_simulations)),
+        config.run.eval_simulations,
+        "--sims",
+    )?;
     let generations = dir.published()?;
     if generations.len() < 2 {
         user_bail!(
@@ -177,7 +171,7 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
     };
     let max_plies = args.max_plies.unwrap_or(config.selfplay.max_plies);
     let device = parse_device(&args.device).map_err(user_error)?;
-    let search = play_search(Some(&dir.config()))?;
+    let (search, sims) = (play.search, play.simulations);
     let ladder_dir = dir.root().join("ladder");
     std::fs::create_dir_all(&ladder_dir)
         .with_context(|| format!("creating {}", ladder_dir.display()))?;
@@ -224,8 +218,8 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
             .collect();
         let net_a = serve_net(&dir.net(a), device, args.precision, args.backend)?;
         let net_b = serve_net(&dir.net(b), device, args.precision, args.backend)?;
-        let mut player_a = SearchPlayer::new(format!("gen {a}"), &net_a, search.clone(), args.sims);
-        let mut player_b = SearchPlayer::new(format!("gen {b}"), &net_b, search.clone(), args.sims);
+        let mut player_a = SearchPlayer::new(format!("gen {a}"), &net_a, search.clone(), sims);
+        let mut player_b = SearchPlayer::new(format!("gen {b}"), &net_b, search.clone(), sims);
         let options = MatchOptions {
             games: args.games - have,
             concurrency: args.concurrency,
@@ -308,7 +302,7 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
     let title = format!(
         "{}: Elo by generation ({} sims, {} games a pair)",
         args.run.display(),
-        args.sims,
+        sims,
         args.games
     );
     elo_plot(&points, &title, &png)?;

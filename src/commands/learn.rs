@@ -3,6 +3,9 @@
 //! and publishes a net each time enough new games have arrived; the workers pick the new net
 //! up from the same run.
 //!
+//! With a teacher (`--teacher` or `[teacher]`) its engines label a share of the workers'
+//! games as they arrive, as `cfzero train`'s do (`run/teacher_phase.rs`).
+//!
 //! With `--data` (Lc0 V6 data, PGN games) it trains on those sources instead of waiting
 //! for games, mixed with whatever self-play games the run has, and publishes a generation
 //! every `--steps-per-generation` steps.
@@ -20,6 +23,7 @@ use crate::run::data::{self, DataOptions, DataSpec};
 use crate::run::deadline::{Deadline, parse_minutes};
 use crate::run::progress::spinner;
 use crate::run::session::{RunArgs, Session, stop_on_ctrl_c};
+use crate::run::teacher_phase;
 use crate::user_bail;
 
 /// Arguments of `cfzero learn`.
@@ -71,15 +75,18 @@ pub fn run(learn: &LearnArgs) -> Result<()> {
     if let Some(m) = args.minutes {
         parse_minutes(m)?;
     }
-    if args.teacher.is_some() {
-        user_bail!(
-            "--teacher labels self-play positions as `cfzero train` plays them; for `learn`, label positions with `cfzero label` and train on them with --data teacher:FILE"
-        );
-    }
     if !learn.data.is_empty() {
+        if args.teacher.is_some() {
+            user_bail!(
+                "--teacher labels the self-play games as they arrive; with --data, label positions with `cfzero label` and train on them with --data teacher:FILE"
+            );
+        }
         return run_on_data(learn);
     }
+    // The teacher's engines start first: one that does not start leaves no run behind.
+    let engines = teacher_phase::engines(args)?;
     let mut session = Session::open(args)?;
+    let mut teacher = teacher_phase::start(engines, &mut session)?;
     let stop = stop_on_ctrl_c();
     let started = Instant::now();
     // Sets `stop` at the limit: waiting and training see it within seconds.
@@ -111,17 +118,26 @@ pub fn run(learn: &LearnArgs) -> Result<()> {
         if stop.load(Ordering::Relaxed) {
             break;
         }
+        let labels = match &mut teacher {
+            Some(t) => Some(teacher_phase::offer_and_mix_in(&mut session, t, next)?),
+            None => None,
+        };
         let Some(lp) = session.train_and_publish(&stop)? else {
             break;
         };
+        let teacher_text = match (&teacher, labels) {
+            (Some(t), Some(labels)) => teacher_phase::log(&mut session, t, labels, next)?,
+            _ => String::new(),
+        };
         let eval_text = session.evaluate_if_due(&stop)?;
         let line = format!(
-            "gen {next:4} | {:.0}s | {arrived} new games | window {} | {lp}{eval_text}",
+            "gen {next:4} | {:.0}s | {arrived} new games | window {} | {lp}{teacher_text}{eval_text}",
             gen_start.elapsed().as_secs_f64(),
             session.window_positions(),
         );
         session.log_line(&line)?;
     }
+    drop(teacher);
     session.report_stop();
     Ok(())
 }

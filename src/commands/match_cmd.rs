@@ -25,7 +25,7 @@ use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::net_play::{arena_error, play_search, serve_net};
+use super::net_play::{PLAY_SIMULATIONS, arena_error, play_search, serve_net};
 use crate::error::user_error;
 use crate::run::progress::bar;
 use crate::user_bail;
@@ -52,9 +52,10 @@ pub struct MatchArgs {
     /// Player A (whose score is reported): a net file.
     #[arg(long)]
     pub a_net: Option<PathBuf>,
-    /// Player A: simulations per move of its net.
-    #[arg(long, default_value_t = 64)]
-    pub a_sims: u32,
+    /// Player A: simulations per move of its net (default: the `--config`'s `[search]
+    /// simulations`, else 64).
+    #[arg(long)]
+    pub a_sims: Option<u32>,
     /// Player A: leaves each search of its net evaluates together, selected with
     /// visits in flight as the UCI engine does (`[search] batch`); 1, the default, is the
     /// sequential search. For measuring what batching costs in play.
@@ -84,9 +85,10 @@ pub struct MatchArgs {
     /// Player B: a net file.
     #[arg(long)]
     pub b_net: Option<PathBuf>,
-    /// Player B: simulations per move of its net.
-    #[arg(long, default_value_t = 64)]
-    pub b_sims: u32,
+    /// Player B: simulations per move of its net (default: the `--config`'s `[search]
+    /// simulations`, else 64).
+    #[arg(long)]
+    pub b_sims: Option<u32>,
     /// Player B: leaves each search of its net evaluates together, selected with
     /// visits in flight as the UCI engine does (`[search] batch`); 1, the default, is the
     /// sequential search. For measuring what batching costs in play.
@@ -164,11 +166,12 @@ pub struct MatchArgs {
 }
 
 impl MatchArgs {
-    fn side(&self, a: bool) -> SideArgs {
+    /// Side A's or B's arguments, with `sims` resolved by [`play_search`].
+    fn side(&self, a: bool, sims: u32) -> SideArgs {
         if a {
             SideArgs {
                 net: self.a_net.clone(),
-                sims: self.a_sims,
+                sims,
                 batch: self.a_batch,
                 uci: self.a_uci.clone(),
                 options: self.a_option.clone(),
@@ -181,7 +184,7 @@ impl MatchArgs {
         } else {
             SideArgs {
                 net: self.b_net.clone(),
-                sims: self.b_sims,
+                sims,
                 batch: self.b_batch,
                 uci: self.b_uci.clone(),
                 options: self.b_option.clone(),
@@ -240,16 +243,13 @@ impl Side {
             );
         }
         if let Some(path) = &args.net {
-            if args.sims == 0 {
-                user_bail!("player {name}: --{name}-sims must be at least 1");
-            }
             if !(1..=usize::from(u16::MAX)).contains(&args.batch) {
                 user_bail!("player {name}: --{name}-batch must be 1 to {}", u16::MAX);
             }
             return Ok(Side::Net {
                 // A net on object storage (`s3://bucket/run/nets/gen-0003.safetensors`) is
                 // downloaded into the cache first.
-                path: crate::run::remote::fetch_file(path, None)?,
+                path: crate::run::stored_run::fetch_file(path, None)?,
                 sims: args.sims,
                 batch: args.batch,
             });
@@ -541,8 +541,11 @@ fn write_pgn(
 
 /// Plays the match and prints its report.
 pub fn run(args: &MatchArgs) -> Result<()> {
-    let side_a = Side::parse(&args.side(true), 'a')?;
-    let side_b = Side::parse(&args.side(false), 'b')?;
+    let config = args.config.as_deref();
+    let play_a = play_search(config, args.a_sims, PLAY_SIMULATIONS, "--a-sims")?;
+    let play_b = play_search(config, args.b_sims, PLAY_SIMULATIONS, "--b-sims")?;
+    let side_a = Side::parse(&args.side(true, play_a.simulations), 'a')?;
+    let side_b = Side::parse(&args.side(false, play_b.simulations), 'b')?;
     let sprt = args.sprt.as_deref().map(parse_sprt).transpose()?;
     let openings = match &args.openings {
         Some(p) => read_openings(p).map_err(user_error)?,
@@ -563,7 +566,7 @@ pub fn run(args: &MatchArgs) -> Result<()> {
         .concurrency
         .unwrap_or(if engines { 2 } else { 64 })
         .clamp(1, games);
-    let search = play_search(args.config.as_deref())?;
+    let search = play_a.search;
     let device = parse_device(&args.device).map_err(user_error)?;
     let (label_a, label_b) = (side_a.label(), side_b.label());
     let handle_a = serve(

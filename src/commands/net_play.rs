@@ -7,14 +7,13 @@ use cfzero_chess::ChessState;
 use cfzero_mcts::SearchConfig;
 use cfzero_network::backend::BackendChoice;
 use cfzero_network::checkpoint::load_net;
+use cfzero_network::inference::DEFAULT_MAX_BATCH;
 use cfzero_network::{InferenceHandle, InferenceServer, Precision};
 use cfzero_selfplay::arena::ArenaError;
 
 use crate::config::{Config, inference_options};
 use crate::error::user_error;
-
-/// Largest batch of the servers of commands that play a net outside a run.
-pub const PLAY_MAX_BATCH: usize = 256;
+use crate::user_bail;
 
 /// Loads the net at `path` onto `device` and starts its inference server in `precision` on
 /// `backend` (a missing or broken file, or a backend that cannot serve it, is the user's
@@ -26,18 +25,52 @@ pub fn serve_net(
     backend: BackendChoice,
 ) -> Result<InferenceHandle<ChessState>> {
     let net = load_net(path, device).map_err(user_error)?;
-    let options = inference_options(precision, backend, device, PLAY_MAX_BATCH);
+    let options = inference_options(precision, backend, device, DEFAULT_MAX_BATCH);
     InferenceServer::spawn(net, options).map_err(user_error)
 }
 
-/// The search constants for play: the `[search]` table of `config` (the defaults of
-/// docs/METHODS.md §3 without one), set for play ([`SearchConfig::for_play`]).
-pub fn play_search(config: Option<&Path>) -> Result<SearchConfig> {
-    let search = match config {
-        Some(path) => Config::load(path)?.search,
-        None => SearchConfig::default(),
+/// Simulations a move of `match` and `puzzles` when neither a flag nor `--config` says: the
+/// tiny preset's `[search] simulations`.
+pub const PLAY_SIMULATIONS: u32 = 64;
+
+/// Simulations a move of `cfzero uci` when neither `--sims` nor `--config` says (a GUI's `go`
+/// usually limits the search by time or nodes instead).
+pub const UCI_SIMULATIONS: u32 = 800;
+
+/// How a command that plays a net searches: the search constants set for play and the
+/// simulations a move.
+#[derive(Debug, Clone)]
+pub struct PlaySearch {
+    /// The `[search]` table of the config (the defaults of docs/METHODS.md §3 without one),
+    /// set for play ([`SearchConfig::for_play`]).
+    pub search: SearchConfig,
+    /// Simulations a move.
+    pub simulations: u32,
+}
+
+/// The one resolver of a playing command's search: the constants of `config`'s `[search]`
+/// table, and as simulations the flag `flag_name` when given, else the config's
+/// `[search] simulations`, else the command's `default`. Zero simulations is the user's error.
+pub fn play_search(
+    config: Option<&Path>,
+    flag: Option<u32>,
+    default: u32,
+    flag_name: &str,
+) -> Result<PlaySearch> {
+    let configured = match config {
+        Some(path) => Some(Config::load(path)?.search),
+        None => None,
     };
-    Ok(search.for_play())
+    let simulations = flag
+        .or(configured.as_ref().map(|s| s.simulations))
+        .unwrap_or(default);
+    if simulations == 0 {
+        user_bail!("{flag_name} must be at least 1");
+    }
+    Ok(PlaySearch {
+        search: configured.unwrap_or_default().for_play(),
+        simulations,
+    })
 }
 
 /// An error of a match or a puzzle run: a failed search is the program's fault; a bad

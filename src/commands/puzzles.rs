@@ -11,7 +11,7 @@ use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::net_play::{arena_error, play_search, serve_net};
+use super::net_play::{PLAY_SIMULATIONS, arena_error, play_search, serve_net};
 use crate::error::user_error;
 use crate::run::progress::bar;
 use crate::user_bail;
@@ -25,9 +25,9 @@ pub struct PuzzlesArgs {
     /// A Lichess puzzle CSV (`PuzzleId,FEN,Moves,Rating,...`).
     #[arg(long)]
     pub file: PathBuf,
-    /// Simulations per move.
-    #[arg(long, default_value_t = 64)]
-    pub sims: u32,
+    /// Simulations per move (default: the `--config`'s `[search] simulations`, else 64).
+    #[arg(long)]
+    pub sims: Option<u32>,
     /// Only the first K puzzles of the file.
     #[arg(long)]
     pub limit: Option<usize>,
@@ -55,9 +55,12 @@ pub struct PuzzlesArgs {
 
 /// Solves the puzzles and prints the accuracy.
 pub fn run(args: &PuzzlesArgs) -> Result<()> {
-    if args.sims == 0 {
-        user_bail!("--sims must be at least 1");
-    }
+    let play = play_search(
+        args.config.as_deref(),
+        args.sims,
+        PLAY_SIMULATIONS,
+        "--sims",
+    )?;
     if args.limit == Some(0) {
         user_bail!("--limit must be at least 1");
     }
@@ -66,11 +69,10 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
         eprintln!("warning: {warning}");
     }
     let puzzles = set.puzzles;
-    let search = play_search(args.config.as_deref())?;
     let device = parse_device(&args.device).map_err(user_error)?;
     let handle = serve_net(&args.net, device, args.precision, args.backend)?;
     let name = args.net.file_stem().unwrap_or_default().to_string_lossy();
-    let mut player = SearchPlayer::new(name, &handle, search, args.sims);
+    let mut player = SearchPlayer::new(name, &handle, play.search, play.simulations);
     let progress = bar(puzzles.len() as u64, "puzzles", "puzzles");
     let mut solved = 0;
     let mut rng = ChaCha8Rng::seed_from_u64(0);
@@ -91,7 +93,7 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
     if args.json {
         let report = serde_json::json!({
             "net": args.net,
-            "simulations": args.sims,
+            "simulations": play.simulations,
             "tally": tally,
             "bands": BANDS,
             "outcomes": outcomes,
@@ -117,7 +119,7 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
         tally.all.0,
         tally.all.1,
         pct(tally.all),
-        args.sims
+        play.simulations
     );
     for (name, counts) in BANDS.iter().zip(tally.bands) {
         println!(

@@ -26,10 +26,10 @@ use crate::config::Config;
 use crate::error::{is_user_error, user_error};
 use crate::run::dir::RunDir;
 use crate::run::progress::spinner;
-use crate::run::remote::{OWN_WORKER, RemoteRun, cache_dir};
 use crate::run::selfplay_phase::{self, GamesOut};
 use crate::run::session::stop_on_ctrl_c;
 use crate::run::spool::{Spool, backoff};
+use crate::run::stored_run::{OWN_WORKER, StoredRun, cache_dir};
 use crate::run::uploader::{SyncOptions, sync_loop};
 use crate::user_bail;
 use cfzero_network::backend::BackendChoice;
@@ -256,7 +256,7 @@ fn run_on_object_store(args: &SelfplayArgs, url: &Url) -> Result<()> {
     // No request yet: a worker with a cache plays on while the store is down.
     let store: Arc<dyn RunStore> = Arc::new(ObjectRunStore::open_offline(url).map_err(user_error)?);
     let cache = cache_dir(args.cache.as_deref(), url);
-    let remote = RemoteRun::new(store, &cache);
+    let remote = StoredRun::new(store, &cache);
     let dir = remote.dir().clone();
     match remote.pull(&dir.config()) {
         Ok(true) => {}
@@ -382,7 +382,7 @@ fn open_spool(args: &SelfplayArgs, cache: &Path) -> Result<(String, Spool)> {
 
 /// The newest net, downloaded into the cache (or the newest cached one while the store is
 /// unreachable), waiting for the run's first; `None` if stopped first.
-fn first_net(remote: &RemoteRun, stop: &AtomicBool) -> Result<Option<u32>> {
+fn first_net(remote: &StoredRun, stop: &AtomicBool) -> Result<Option<u32>> {
     let mut waiting = None;
     let mut failures = 0;
     loop {

@@ -14,9 +14,10 @@ use cfzero_network::checkpoint::{
     CheckpointError, load_net, read_net_config, read_net_metadata, save_net,
 };
 use cfzero_network::{Net, parse_device};
+use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::ReplayWindow;
-use cfzero_store::{FencedStore, LocalStore, RunLocation, RunStore};
+use cfzero_store::{FencedStore, RunLocation, RunStore};
 use cfzero_trainer::learner::STEP_KEY;
 use cfzero_trainer::{EventWriter, Learner};
 use cfzero_trainer::{Mixture, SampleSource};
@@ -31,7 +32,7 @@ use crate::error::user_error;
 use crate::run::dir::RunDir;
 use crate::run::learn_phase::{self, LearnSummary};
 use crate::run::lease_keeper::LeaseKeeper;
-use crate::run::remote::{OWN_WORKER, RemoteRun, cache_dir};
+use crate::run::stored_run::{OWN_WORKER, StoredRun, local_dir};
 use crate::run::{evaluate, selfplay_phase};
 use crate::user_bail;
 
@@ -109,8 +110,8 @@ pub struct Session {
     pub dir: RunDir,
     /// The run as the user named it (a directory or a URL), for messages.
     pub location: String,
-    /// The run on object storage, if it lives there.
-    remote: Option<RemoteRun>,
+    /// The run on its store (a directory, or object storage through the cache `dir`).
+    stored: StoredRun,
     /// Where nets run.
     pub device: Device,
     /// The net being trained, its optimizer and SWA.
@@ -135,6 +136,9 @@ pub struct Session {
     /// The run's trainer lease, held while the session lives: a second trainer on the run is
     /// refused.
     lease: LeaseKeeper,
+    /// The games added to the window since the last [`Session::take_arrivals`], once
+    /// [`Session::collect_arrivals`] asked for them (a teacher labels them).
+    arrivals: Option<Vec<Arc<GameRecord>>>,
 }
 
 /// Whether `err` is a write refused by the trainer lease's fence: the trainer must stop.
@@ -168,14 +172,11 @@ impl Session {
             user_bail!("--lease-seconds must be at least 1");
         }
         let ttl = std::time::Duration::from_secs_f64(args.lease_seconds);
+        let local = local_dir(&location, args.cache.as_deref())?;
         // Every request gives up before the fence's margin (a third of the lease) has passed,
         // so that a write which passed the fence cannot land after the lease expired.
-        let store: Arc<dyn RunStore> = match &location {
-            RunLocation::Local(p) => Arc::new(LocalStore::new(p)),
-            RunLocation::Object(_) => {
-                Arc::from(cfzero_store::open_within(&location, Some(ttl / 4)).map_err(user_error)?)
-            }
-        };
+        let store: Arc<dyn RunStore> =
+            Arc::from(cfzero_store::open_within(&location, Some(ttl / 4)).map_err(user_error)?);
         // One trainer per run, before anything is written: a second `train` or `learn` on
         // this run is refused, naming the first.
         let lease = LeaseKeeper::acquire(store.clone(), &trainer_name(), ttl).map_err(|e| {
@@ -186,29 +187,17 @@ impl Session {
             }
         })?;
         // Everything this trainer writes to the store passes the lease's fence.
-        let mut remote = match &location {
-            RunLocation::Local(_) => None,
-            RunLocation::Object(url) => Some(RemoteRun::new(
-                Arc::new(FencedStore::new(store, lease.fence())),
-                &cache_dir(args.cache.as_deref(), url),
-            )),
-        };
-        let dir = remote
-            .as_ref()
-            .map_or_else(|| RunDir::new(&args.run), |r| r.dir().clone());
-        if let Some(r) = &remote {
-            // The store is the truth: a cache of a run it no longer holds starts over.
-            if !r.pull(&dir.config())? {
-                r.clear_cache()?;
-            }
+        let mut stored = StoredRun::new(Arc::new(FencedStore::new(store, lease.fence())), &local);
+        let dir = stored.dir().clone();
+        // The store is the truth: a cache of a run it no longer holds starts over.
+        if !stored.pull(&dir.config())? {
+            stored.clear_cache()?;
         }
         freeze_config(&dir, &location.to_string(), &config, args)?;
-        if let Some(r) = &mut remote {
-            r.push(&dir.config())?;
-            let pulled = r.pull_for_trainer(config.window.max_positions)?;
-            if pulled > 0 {
-                eprintln!("resume: {pulled} chunk(s) of games downloaded from {location}");
-            }
+        stored.push(&dir.config())?;
+        let pulled = stored.pull_for_trainer(config.window.max_positions)?;
+        if pulled > 0 {
+            eprintln!("resume: {pulled} chunk(s) of games downloaded from {location}");
         }
         // Temporary files a killed run left (a young one of another machine may be another
         // worker's write in progress).
@@ -238,9 +227,7 @@ impl Session {
                     }
                 };
                 save_net(&net, &dir.net(0))?;
-                if let Some(r) = &remote {
-                    r.publish(0)?;
-                }
+                stored.publish(0)?;
                 0
             }
         };
@@ -296,13 +283,14 @@ impl Session {
             tb,
             generation,
             location: location.to_string(),
-            remote,
+            stored,
             eval_openings,
             lines_to_stderr: false,
             new_positions: 0,
             data: Vec::new(),
             window_weight: 1.0,
             lease,
+            arrivals: None,
         };
         let games = session.load_new_games()?;
         session.new_positions = 0;
@@ -323,15 +311,14 @@ impl Session {
     /// Adds the game records written since the last call to the replay window; returns
     /// how many games were added. Torn or corrupt files are skipped with a warning.
     pub fn load_new_games(&mut self) -> Result<usize> {
-        if let Some(r) = &mut self.remote {
-            r.ingest(Some(OWN_WORKER))?;
-        }
+        self.stored.ingest(Some(OWN_WORKER))?;
         let mut w = self
             .window
             .write()
             .expect("the window lock is never poisoned");
         let seen = w.positions_seen();
-        let (games, skipped) = w.load_new_files(&self.dir.all_games())?;
+        let (games, skipped) =
+            w.load_new_files_into(&self.dir.all_games(), self.arrivals.as_mut())?;
         self.new_positions += w.positions_seen() - seen;
         for s in skipped {
             eprintln!("warning: skipping {}", s.error);
@@ -339,12 +326,9 @@ impl Session {
         Ok(games)
     }
 
-    /// With a run on object storage: uploads the games this trainer played for generation
-    /// `g` (`cfzero train`) as one chunk, with their PGN.
+    /// Puts the games this trainer played for generation `g` (`cfzero train`) on the store,
+    /// as one chunk with their PGN (in a directory they are in place already).
     pub fn upload_own_games(&self, g: u32) -> Result<()> {
-        let Some(r) = &self.remote else {
-            return Ok(());
-        };
         let games = self.dir.games(g);
         let mut files: Vec<PathBuf> = std::fs::read_dir(&games)
             .with_context(|| format!("reading {}", games.display()))?
@@ -358,7 +342,22 @@ impl Session {
             })
             .collect();
         files.sort();
-        r.upload_games(g, OWN_WORKER, &files, &self.dir.pgn(g))
+        self.stored
+            .upload_games(g, OWN_WORKER, &files, &self.dir.pgn(g))
+    }
+
+    /// From now on, keeps the games that enter the window for [`Session::take_arrivals`].
+    pub fn collect_arrivals(&mut self) {
+        self.arrivals.get_or_insert_with(Vec::new);
+    }
+
+    /// The games that entered the window since the last call (none unless
+    /// [`Session::collect_arrivals`] was called).
+    pub fn take_arrivals(&mut self) -> Vec<Arc<GameRecord>> {
+        self.arrivals
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Positions in the replay window.
@@ -432,9 +431,7 @@ impl Session {
         let (w, o) = self.dir.trainer_state(next);
         self.learner.save_state(&w, &o)?;
         self.learner.publish(&self.dir.net(next))?;
-        if let Some(r) = &self.remote {
-            r.publish(next)?;
-        }
+        self.stored.publish(next)?;
         self.dir.prune_trainer_states(next);
         self.generation = next;
         self.new_positions = 0;
@@ -525,9 +522,7 @@ impl Session {
         // separately, and a kill between them would glue the next run's line onto this one.
         f.write_all(format!("{line}\n").as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
-        if let Some(r) = &self.remote
-            && let Err(e) = r.push_logs()
-        {
+        if let Err(e) = self.stored.push_logs() {
             // A fenced trainer stops here; anything else, the next generation's publication
             // uploads them again.
             if is_fenced(&e) {

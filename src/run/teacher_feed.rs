@@ -1,5 +1,5 @@
-//! A teacher beside self-play (`cfzero train` with `[teacher]` or `--teacher`): a pool of UCI
-//! engine processes labels a share of each generation's self-play positions as they arrive,
+//! A teacher beside self-play (`cfzero train` or `learn` with `[teacher]` or `--teacher`): a
+//! pool of UCI engine processes labels a share of each generation's self-play positions as they arrive,
 //! on its own thread, into `RUN/teacher/labels-NN.cfl`; training reads the labels through the
 //! `teacher:` data source ([`cfzero_trainer::source::teacher::TeacherSource`]).
 //!
@@ -187,7 +187,7 @@ impl TeacherFeed {
     /// Hands the teacher its share of the positions of `games`, the games of generation
     /// `generation` (chosen by a generator seeded by the run's seed and the generation, so a
     /// rerun chooses the same). Never waits for the engines.
-    pub fn offer(&mut self, games: &[GameRecord], generation: u32) {
+    pub fn offer<'a>(&mut self, games: impl IntoIterator<Item = &'a GameRecord>, generation: u32) {
         let mut rng = ChaCha8Rng::seed_from_u64(
             self.seed ^ 0x7465_6163_6865_7200 ^ u64::from(generation).rotate_left(32),
         );

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::error::is_user_error;
-use crate::run::remote::RemoteRun;
 use crate::run::spool::{Spool, backoff};
+use crate::run::stored_run::StoredRun;
 
 /// How often the thread looks for a new net.
 const NET_POLL: Duration = Duration::from_secs(20);
@@ -28,7 +28,7 @@ pub struct SyncOptions {
 /// the store is unreachable) and fetches new nets, until `stopping` is set and the spool is
 /// empty or the flush time is up. Returns the chunks uploaded.
 pub fn sync_loop(
-    remote: &RemoteRun,
+    remote: &StoredRun,
     spool: &Spool,
     stopping: &AtomicBool,
     options: &SyncOptions,

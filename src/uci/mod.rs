@@ -19,14 +19,15 @@ use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
 use cfzero_mcts::{Driver, SearchConfig, SearchMode};
 use cfzero_network::backend::BackendChoice;
 use cfzero_network::checkpoint::load_net;
-use cfzero_network::precision::{self, Bf16Support, Precision};
-use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, parse_device};
+use cfzero_network::precision::Precision;
+use cfzero_network::{InferenceHandle, InferenceServer, parse_device};
 use clap::Args;
 use shakmaty::Color;
 
 use cfzero_selfplay::lines::{MAX_LINE, read_line_bounded};
 
-use crate::config::{Config, set_torch_threads};
+use crate::commands::net_play::{UCI_SIMULATIONS, play_search};
+use crate::config::{Config, resolve_inference, set_torch_threads};
 use crate::error::user_error;
 use crate::user_bail;
 use clock::{MAX_SIMULATIONS, budget};
@@ -39,9 +40,10 @@ pub struct UciArgs {
     /// The net to play (the `Net` option can change it).
     #[arg(long)]
     pub net: Option<PathBuf>,
-    /// Simulations per move when `go` gives no limit (the `Simulations` option).
-    #[arg(long, default_value_t = 800)]
-    pub sims: u64,
+    /// Simulations per move when `go` gives no limit (the `Simulations` option; default: the
+    /// `--config`'s `[search] simulations`, else 800).
+    #[arg(long)]
+    pub sims: Option<u32>,
     /// libtorch threads for the net (the `Threads` option); 0 = all cores.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -62,9 +64,10 @@ pub struct UciArgs {
     pub config: Option<PathBuf>,
 }
 
-/// Positions the engine's evaluation cache holds (about 60 MB), kept from one `go` to the
-/// next: the positions of the last search come back in the next one.
-const CACHE_ENTRIES: usize = 1 << 18;
+/// Positions the engine's evaluation cache holds: four times the default
+/// ([`cfzero_mcts::DEFAULT_CACHE_ENTRIES`], about 60 MB), because it is kept from one `go` to
+/// the next over a whole game and searches of 800 simulations and more fill it faster.
+pub const CACHE_ENTRIES: usize = 4 * cfzero_mcts::DEFAULT_CACHE_ENTRIES;
 
 /// Most leaves the `Batch` option allows in one evaluation.
 const MAX_BATCH: u64 = 1024;
@@ -291,14 +294,9 @@ impl Engine {
             .map_err(|e| e.to_string())
             .and_then(|net| {
                 // The search sends up to `batch` leaves per forward pass.
-                let resolved = precision::resolve(precision, &Bf16Support::detect(self.device));
-                println!("info string {}", resolved.notice);
-                let options = InferenceOptions {
-                    max_batch: batch as usize,
-                    kind: resolved.kind,
-                    backend,
-                    ..InferenceOptions::default()
-                };
+                let (options, notice) =
+                    resolve_inference(precision, backend, self.device, batch as usize);
+                println!("info string {notice}");
                 InferenceServer::spawn(net, options).map_err(|e| e.to_string())
             });
         match served {
@@ -427,20 +425,19 @@ pub fn run(args: &UciArgs) -> Result<()> {
     {
         user_bail!("net {}: no such file", net.display());
     }
-    if !(1..=MAX_SIMULATIONS).contains(&args.sims) {
-        user_bail!("--sims {}: must be 1 to {MAX_SIMULATIONS}", args.sims);
+    let play = play_search(args.config.as_deref(), args.sims, UCI_SIMULATIONS, "--sims")?;
+    let simulations = u64::from(play.simulations);
+    if simulations > MAX_SIMULATIONS {
+        user_bail!("--sims {simulations}: must be 1 to {MAX_SIMULATIONS}");
     }
     let device = parse_device(&args.device).map_err(user_error)?;
-    let search = match &args.config {
-        Some(path) => Config::load(path)?.search,
-        None => SearchConfig::default(),
-    };
     let mut engine = Engine {
         options: Options {
             net: args.net.clone(),
             threads: args.threads,
-            simulations: args.sims,
-            search,
+            simulations,
+            // Already set for play; `for_play` again when a search starts changes nothing.
+            search: play.search,
             move_overhead_ms: 50,
             precision: args.precision,
             backend: args.backend,

@@ -121,6 +121,10 @@ impl FencedStore {
 }
 
 impl RunStore for FencedStore {
+    fn directory(&self) -> Option<&std::path::Path> {
+        self.inner.directory()
+    }
+
     fn location(&self) -> &str {
         self.inner.location()
     }

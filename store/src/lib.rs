@@ -143,6 +143,12 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
 
     /// Gives the lease up, so that the next trainer need not wait for it to expire.
     fn release_lease(&self, lease: Lease) -> Result<(), StoreError>;
+
+    /// The directory whose files are this store's objects, each at its key's path, if the
+    /// store is one ([`LocalStore`]): a run there is its own cache, nothing is copied.
+    fn directory(&self) -> Option<&std::path::Path> {
+        None
+    }
 }
 
 /// Checks that `key` is a relative `/`-separated path of plain names: no empty, `.` or `..`

@@ -100,6 +100,10 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
 }
 
 impl RunStore for LocalStore {
+    fn directory(&self) -> Option<&Path> {
+        Some(&self.root)
+    }
+
     fn location(&self) -> &str {
         &self.location
     }

@@ -15,8 +15,10 @@ pub enum RunLocation {
     Object(Url),
 }
 
-/// URL schemes of object storage, as `object_store` reads them.
-const OBJECT_SCHEMES: [&str; 7] = ["s3", "s3a", "gs", "az", "adl", "azure", "abfss"];
+/// URL schemes of object storage, as `object_store` reads them, and `memory`: a store in
+/// the process's memory (`object_store`'s `InMemory`), which one process fills and forgets at
+/// its exit: for tests and trials of the code path of object storage without a server.
+const OBJECT_SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "adl", "azure", "abfss", "memory"];
 
 impl RunLocation {
     /// Parses `--run`: a path, a `file://` URL, or an object store URL with a bucket.
@@ -38,7 +40,7 @@ impl RunLocation {
         }
         if !OBJECT_SCHEMES.contains(&scheme) {
             return Err(bad(format!(
-                "unknown URL scheme {scheme}://; a run is a directory, s3://, gs:// or az://"
+                "unknown URL scheme {scheme}://; a run is a directory, s3://, gs://, az:// or memory://"
             )));
         }
         let url = Url::parse(text).map_err(|e| bad(e.to_string()))?;

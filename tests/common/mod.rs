@@ -157,6 +157,18 @@ pub fn train_run(config: &Path, run: &Path, generations: u32, extra: &[&str]) ->
     train(&args)
 }
 
+/// Bytes of every file under `dir` but the temporary files of atomic writes, by path.
+pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    files_under(dir)
+        .into_iter()
+        .filter(|p| !is_temporary(p))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect()
+}
+
 /// Every file under `dir`, recursively, sorted.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -275,7 +287,7 @@ pub fn check_records(games_dir: &Path, net_generation: u32, max_plies: u32) -> V
         // A game cut off by the length cap ends in the search's value of its last position
         // (the other side's, so negated), any other in its result.
         let final_value = match (record.termination, best_q.last()) {
-            (Termination::MaxPlies, Some(&q)) => -q,
+            (Termination::MAX_PLIES, Some(&q)) => -q,
             _ => record.result.value_for(final_state.turn()),
         };
         short_term_targets(&best_q, final_value, SHORT_TERM_THETA, &mut st);

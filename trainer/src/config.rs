@@ -1,8 +1,8 @@
 //! The `[train]` table: how the net learns from the replay window.
 
-use cfzero_mcts::InvalidSetting;
 use cfzero_network::LossWeights;
 use cfzero_network::optim::schedule::LrSchedule;
+use cfzero_settings::InvalidSetting;
 use serde::{Deserialize, Serialize};
 
 /// Training options (docs/METHODS.md §2, §6, §7).
@@ -92,19 +92,10 @@ impl TrainConfig {
         InvalidSetting::at_least("swa_max", self.swa_max, 1)?;
         InvalidSetting::at_least("loader_threads", self.loader_threads as u64, 1)?;
         let l = &self.loss;
-        for (key, w) in [
-            ("policy", l.policy),
-            ("soft_policy", l.soft_policy),
-            ("winner", l.winner),
-            ("q", l.q),
-            ("q_error", l.q_error),
-            ("q_categorical", l.q_categorical),
-            ("st", l.st),
-            ("st_error", l.st_error),
-            ("st_categorical", l.st_categorical),
-            ("moves_left", l.moves_left),
-        ] {
-            InvalidSetting::in_range(key, w, 0.0, false, inf).map_err(|e| e.within("loss"))?;
+        for term in cfzero_network::LossTerm::ALL {
+            let w = l.weight(term);
+            InvalidSetting::in_range(term.name(), w, 0.0, false, inf)
+                .map_err(|e| e.within("loss"))?;
         }
         // Wider than the 32 buckets would make every target the same flat one.
         InvalidSetting::in_range("hl_gauss_sigma", l.hl_gauss_sigma, 0.0, false, 32.0)

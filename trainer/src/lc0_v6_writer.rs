@@ -27,7 +27,7 @@ pub fn game_to_v6(game: &GameRecord, fill: HistoryFill) -> Result<Vec<V6Record>,
     let mut out = Vec::new();
     let total = game.positions.len();
     let flags = match game.termination {
-        Termination::MaxPlies => ADJUDICATED | MAX_LENGTH_EXCEEDED,
+        Termination::MAX_PLIES => ADJUDICATED | MAX_LENGTH_EXCEEDED,
         Termination::Resignation => ADJUDICATED,
         _ => 0,
     };

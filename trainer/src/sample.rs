@@ -18,7 +18,7 @@ pub struct TargetOptions {
     /// probability) instead of the game's result.
     pub q_ratio: f32,
     /// `q_ratio` for the positions of games adjudicated at the game-length cap
-    /// ([`Termination::MaxPlies`]), whose draw is no result of the game.
+    /// ([`Termination::MAX_PLIES`]), whose draw is no result of the game.
     pub capped_q_ratio: f32,
     /// How the input history before a game's FEN start is filled: the net's convention
     /// (`NetworkConfig::history_fill`).
@@ -28,7 +28,7 @@ pub struct TargetOptions {
 impl TargetOptions {
     /// The share of the WDL target that the search's value gives in positions of `game`.
     pub fn q_ratio_of(&self, game: &GameRecord) -> f32 {
-        if game.termination == Termination::MaxPlies {
+        if game.termination == Termination::MAX_PLIES {
             self.capped_q_ratio
         } else {
             self.q_ratio

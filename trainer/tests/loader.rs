@@ -6,6 +6,7 @@ mod support;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use cfzero_chess::TerminalReason;
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens, move_index};
 use cfzero_selfplay::record::{dequantize_probability, write_records};
 use cfzero_selfplay::replay::replay_prefix;
@@ -161,10 +162,10 @@ fn fill_position_writes_the_replayed_position_into_its_slot_only() {
 #[test]
 fn a_game_adjudicated_at_the_length_cap_trains_its_value_on_the_search_alone() {
     let capped = random_game(3, 20);
-    assert_eq!(capped.termination, Termination::MaxPlies);
+    assert_eq!(capped.termination, Termination::MAX_PLIES);
     // The same moves, ended by a rule: a real draw.
     let mut repeated = capped.clone();
-    repeated.termination = Termination::ThreefoldRepetition;
+    repeated.termination = Termination::Rule(TerminalReason::ThreefoldRepetition);
     let options = TargetOptions {
         capped_q_ratio: 1.0,
         ..targets()

@@ -5,6 +5,7 @@ mod support;
 
 use std::path::PathBuf;
 
+use cfzero_chess::TerminalReason;
 use cfzero_network::encoding::{POLICY_SIZE, move_index};
 use cfzero_selfplay::{GameResult, Termination};
 use cfzero_trainer::sample::{HostBatch, SampleScratch, TargetOptions, fill_position};
@@ -39,7 +40,10 @@ fn the_first_game_gives_the_played_moves_the_result_and_the_plies_left() {
     let game = &games[0];
     assert_eq!(game.positions.len(), 42);
     assert_eq!(game.result, GameResult::BlackWin);
-    assert_eq!(game.termination, Termination::Checkmate);
+    assert_eq!(
+        game.termination,
+        Termination::Rule(TerminalReason::Checkmate)
+    );
     let mut batch = HostBatch::default();
     batch.reset(2);
     let mut scratch = SampleScratch::default();

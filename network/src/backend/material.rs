@@ -3,16 +3,11 @@
 
 use super::{Backend, BackendError, BackendOutputs, Capabilities, NamedWeights, check_inputs};
 use crate::encoding::PLANES;
-use cfzero_chess::HistoryFill;
+use cfzero_chess::{HistoryFill, material_value, piece_value};
+use shakmaty::Role;
 
-/// Values of pawn, knight, bishop, rook, queen and king, in the order of the input's piece
-/// planes (ours are planes 0 to 5, theirs 6 to 11 of the current position).
-const PIECE_VALUES: [f32; 6] = [1.0, 3.0, 3.0, 5.0, 9.0, 0.0];
-
-/// Material difference (in pawns) that maps to a value of tanh(1) = 0.76.
-const PAWNS_PER_UNIT: f32 = 5.0;
-
-/// Uniform policy; the value `tanh(material difference / 5)` for the side to move, with
+/// Uniform policy; the value [`material_value`] of the material difference for the side to
+/// move, with
 /// no draws in its WDL.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MaterialBackend;
@@ -40,11 +35,13 @@ impl Backend for MaterialBackend {
         for (i, position) in inputs.chunks_exact(64 * PLANES).enumerate() {
             let mut balance = 0.0;
             for token in position.chunks_exact(PLANES) {
-                for (role, value) in PIECE_VALUES.iter().enumerate() {
-                    balance += value * (token[role] - token[6 + role]);
+                // The input's piece planes are in `Role::ALL`'s order: ours 0 to 5, theirs
+                // 6 to 11 of the current position.
+                for (plane, &role) in Role::ALL.iter().enumerate() {
+                    balance += piece_value(role) as f32 * (token[plane] - token[6 + plane]);
                 }
             }
-            let v = (balance / PAWNS_PER_UNIT).tanh();
+            let v = material_value(balance);
             out.values[i] = v;
             out.wdl[i * 3..i * 3 + 3].copy_from_slice(&[(1.0 + v) / 2.0, 0.0, (1.0 - v) / 2.0]);
         }

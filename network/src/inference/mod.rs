@@ -4,4 +4,7 @@ pub mod input;
 pub mod server;
 
 pub use input::{INPUT_FLOATS, NetInput};
-pub use server::{InferenceHandle, InferenceOptions, InferenceServer, PendingEval, StatsSnapshot};
+pub use server::{
+    DEFAULT_MAX_BATCH, InferenceHandle, InferenceOptions, InferenceServer, PendingEval,
+    StatsSnapshot,
+};

@@ -21,6 +21,10 @@ use crate::backend::{
 use crate::encoding::POLICY_SIZE;
 use crate::model::Net;
 
+/// The largest batch of a server that is not told otherwise (`[run] max_batch`, the servers of
+/// `match`, `ladder`, `puzzles`): 256 positions, past which a CPU pass gains nothing.
+pub const DEFAULT_MAX_BATCH: usize = 256;
+
 /// Options of [`InferenceServer::spawn`].
 #[derive(Debug, Clone, Copy)]
 pub struct InferenceOptions {
@@ -37,7 +41,7 @@ pub struct InferenceOptions {
 impl Default for InferenceOptions {
     fn default() -> Self {
         InferenceOptions {
-            max_batch: 256,
+            max_batch: DEFAULT_MAX_BATCH,
             queue_capacity: 64,
             kind: Kind::Float,
             backend: BackendChoice::Auto,
@@ -102,7 +106,7 @@ struct Request {
     /// Policy index of every legal move, flat, in the batch's move order.
     moves: Vec<u32>,
     move_starts: Vec<usize>,
-    reply: Sender<Result<Reply, String>>,
+    reply: Sender<Result<Reply, BackendError>>,
 }
 
 /// Results of one request.
@@ -115,7 +119,7 @@ struct Reply {
 enum Message {
     Evaluate(Request),
     /// New weights for the backend; the reply says whether they fit.
-    Publish(NamedWeights, Sender<Result<(), String>>),
+    Publish(NamedWeights, Sender<Result<(), BackendError>>),
 }
 
 /// Recycled input buffers, so that a warm server allocates no input memory per request.
@@ -224,7 +228,7 @@ impl<G> Clone for InferenceHandle<G> {
 
 /// A submitted batch.
 pub struct PendingEval {
-    reply: Receiver<Result<Reply, String>>,
+    reply: Receiver<Result<Reply, BackendError>>,
 }
 
 impl<G> InferenceHandle<G> {
@@ -246,7 +250,7 @@ impl<G> InferenceHandle<G> {
     /// Replaces the served net's weights with those of `net` (same config) between requests;
     /// returns once the thread has copied them. Requests sent before are evaluated with the old weights.
     pub fn publish(&self, net: &Net) -> Result<(), EvalError> {
-        let weights = TchBackend::weights_of(net).map_err(|e| EvalError::Failed(e.to_string()))?;
+        let weights = TchBackend::weights_of(net).map_err(failed)?;
         self.publish_weights(weights)
     }
 
@@ -256,8 +260,14 @@ impl<G> InferenceHandle<G> {
         self.tx
             .send(Message::Publish(weights, tx))
             .map_err(|_| gone())?;
-        rx.recv().map_err(|_| gone())?.map_err(EvalError::Failed)
+        rx.recv().map_err(|_| gone())?.map_err(failed)
     }
+}
+
+/// A backend's error as the search's: the search crate knows no backend, so it is said in
+/// words there.
+fn failed(e: BackendError) -> EvalError {
+    EvalError::Failed(e.to_string())
 }
 
 fn gone() -> EvalError {
@@ -298,11 +308,7 @@ impl<G: NetInput> Evaluator<G> for InferenceHandle<G> {
     }
 
     fn complete(&self, pending: PendingEval, out: &mut Evaluations) -> Result<(), EvalError> {
-        let reply = pending
-            .reply
-            .recv()
-            .map_err(|_| gone())?
-            .map_err(EvalError::Failed)?;
+        let reply = pending.reply.recv().map_err(|_| gone())?.map_err(failed)?;
         out.reset(reply.values.len(), reply.logits.len());
         out.logits.copy_from_slice(&reply.logits);
         out.values.copy_from_slice(&reply.values);
@@ -333,7 +339,7 @@ fn serve<B: Backend>(
         };
         let mut positions = match first {
             Message::Publish(weights, ack) => {
-                let _ = ack.send(backend.reload(&weights).map_err(|e| e.to_string()));
+                let _ = ack.send(backend.reload(&weights));
                 continue;
             }
             Message::Evaluate(r) => {
@@ -390,9 +396,7 @@ fn run_batch<B: Backend>(
     for r in batch.iter() {
         staging.extend_from_slice(&r.inputs);
     }
-    let result = backend
-        .forward(staging, positions, outputs)
-        .map_err(|e| e.to_string());
+    let result = backend.forward(staging, positions, outputs);
     let mut row = 0;
     for r in batch.drain(..) {
         let reply = match &result {

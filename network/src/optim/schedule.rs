@@ -1,6 +1,6 @@
 //! Learning-rate schedule: linear warmup, then step decay.
 
-use cfzero_mcts::InvalidSetting;
+use cfzero_settings::InvalidSetting;
 use serde::{Deserialize, Serialize};
 
 /// `lr(step)` for 0-based `step`: during warmup `peak * (step + 1) / warmup_steps`, then

@@ -23,7 +23,7 @@ pub fn random_game(seed: u64, max_plies: usize) -> GameRecord {
     let mut state = ChessState::new();
     let mut legal = Vec::new();
     let mut positions = Vec::new();
-    let (mut result, mut termination) = (GameResult::Draw, Termination::MaxPlies);
+    let (mut result, mut termination) = (GameResult::Draw, Termination::MAX_PLIES);
     while positions.len() < max_plies {
         if let Some(reason) = state.terminal_reason() {
             result = GameResult::from_terminal(reason, state.turn());

@@ -1,6 +1,9 @@
-//! A run on object storage, worked on through a local cache directory in the run-directory
-//! layout ([`RunDir`]): training, self-play and matches read and write local files as for a
-//! run on disk, and this module moves them to and from the store. What lives where:
+//! A run on its store ([`RunStore`]), worked on through a local directory in the
+//! run-directory layout ([`RunDir`]): training, self-play and matches read and write local
+//! files, and this module moves them to and from the store. A run in a directory
+//! ([`cfzero_store::LocalStore`]) is its own cache: its files are the store's objects and
+//! nothing is copied; on object storage the directory is a cache. Every command that opens
+//! a run goes through here, wherever the run lives. What lives where:
 //!
 //! ```text
 //! config.toml                       the frozen config (written by the trainer)
@@ -11,13 +14,17 @@
 //! chunks/<ms>-g<gen>-<worker>-...   the workers' games, one object per chunk
 //! pgn/gen-0003/<ms>-<worker>-...pgn the same games as PGN, one object per chunk
 //! log.tsv, tb/...                   the trainer's log and TensorBoard files
+//! teacher/labels-NN.cfl             a teacher's labels (`train --teacher`), as of the last
+//!                                   generation published
 //! trainer.lease                     the trainer lease
 //! ```
 //!
-//! The cache is `--cache DIR`, else `$CFZERO_CACHE/runs/<run>`, else
+//! On object storage the cache is `--cache DIR`, else `$CFZERO_CACHE/runs/<run>`, else
 //! `$XDG_CACHE_HOME/cfzero/runs/<run>` (`~/.cache/cfzero/...`). It holds nothing the store
 //! does not (a trainer resumes on another machine from the store alone), except a worker's
-//! spool of games not uploaded yet.
+//! spool of games not uploaded yet. (A worker on a directory writes its games straight into
+//! the run, `games/gen-N/`, and its trainer reads them there: chunks are how games cross
+//! machines, and a directory needs none.)
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,7 +33,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use cfzero_fsutil::write_file_atomically;
 use cfzero_store::chunks::CHUNKS;
-use cfzero_store::{ChunkCursor, ChunkName, RunStore};
+use cfzero_store::{ChunkCursor, ChunkName, RunLocation, RunStore};
 use url::Url;
 
 use crate::run::dir::RunDir;
@@ -63,25 +70,63 @@ pub fn cache_dir(explicit: Option<&Path>, url: &Url) -> PathBuf {
     base.join("runs").join(name)
 }
 
-/// A run on a store and its local cache.
+/// The local directory of the run at `location`: the run's own directory, or for object
+/// storage its cache (`explicit`, else [`cache_dir`]). A cache named for a run in a
+/// directory is the user's mistake (the directory is its own cache).
+pub fn local_dir(location: &RunLocation, explicit: Option<&Path>) -> Result<PathBuf> {
+    match (location, explicit) {
+        (RunLocation::Local(path), None) => Ok(path.clone()),
+        (RunLocation::Local(path), Some(cache)) => Err(crate::error::user_error(format!(
+            "--cache {}: the run {} is a directory, its own cache (--cache is for a run on object storage)",
+            cache.display(),
+            path.display()
+        ))),
+        (RunLocation::Object(url), _) => Ok(cache_dir(explicit, url)),
+    }
+}
+
+/// A run on a store and its local directory.
 #[derive(Debug)]
-pub struct RemoteRun {
+pub struct StoredRun {
     store: Arc<dyn RunStore>,
     dir: RunDir,
+    /// The store is the directory itself (a run in a directory): nothing to copy.
+    in_place: bool,
     cursor: ChunkCursor,
     /// When the chunks were last listed in full (`None`: not yet by this process).
     last_full_listing: Option<std::time::Instant>,
+    /// The length of each growing file (a teacher's labels) as last uploaded.
+    uploaded: std::sync::Mutex<std::collections::HashMap<PathBuf, u64>>,
 }
 
-impl RemoteRun {
-    /// The run on `store`, cached in `cache`.
-    pub fn new(store: Arc<dyn RunStore>, cache: &Path) -> RemoteRun {
-        RemoteRun {
+impl StoredRun {
+    /// The run on `store`, worked on in `local` (for a directory store, the directory).
+    pub fn new(store: Arc<dyn RunStore>, local: &Path) -> StoredRun {
+        let in_place = store.directory().is_some_and(|d| same_directory(d, local));
+        StoredRun {
             store,
-            dir: RunDir::new(cache),
+            dir: RunDir::new(local),
+            in_place,
             cursor: ChunkCursor::new(CHUNK_GRACE),
             last_full_listing: None,
+            uploaded: Default::default(),
         }
+    }
+
+    /// Opens the store of `location` and the run on it, in [`local_dir`]`(location, cache)`;
+    /// with a `budget`, every write that takes longer is abandoned
+    /// ([`cfzero_store::open_within`]).
+    pub fn open(
+        location: &RunLocation,
+        cache: Option<&Path>,
+        budget: Option<Duration>,
+    ) -> Result<StoredRun> {
+        let store =
+            cfzero_store::open_within(location, budget).map_err(crate::error::user_error)?;
+        Ok(StoredRun::new(
+            Arc::from(store),
+            &local_dir(location, cache)?,
+        ))
     }
 
     /// The store.
@@ -108,6 +153,9 @@ impl RemoteRun {
 
     /// Downloads the object of a cache file to it; `false` if the store has none.
     pub fn pull(&self, path: &Path) -> Result<bool> {
+        if self.in_place {
+            return Ok(path.exists());
+        }
         let key = self.key_of(path)?;
         let Some(bytes) = self.store.get(&key)? else {
             return Ok(false);
@@ -118,6 +166,9 @@ impl RemoteRun {
 
     /// Uploads a cache file (nothing if it does not exist).
     pub fn push(&self, path: &Path) -> Result<()> {
+        if self.in_place {
+            return Ok(());
+        }
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -129,6 +180,9 @@ impl RemoteRun {
 
     /// Uploads every file under a cache directory (TensorBoard's).
     pub fn push_tree(&self, dir: &Path) -> Result<()> {
+        if self.in_place {
+            return Ok(());
+        }
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Ok(());
         };
@@ -155,6 +209,9 @@ impl RemoteRun {
 
     /// What `cfzero ladder` reads: the config, every net and the ladder's earlier results.
     pub fn pull_ladder(&self) -> Result<()> {
+        if self.in_place {
+            return Ok(());
+        }
         self.pull(&self.dir.config())?;
         for key in self.store.list_after("nets", None)? {
             if let Some(g) = net_generation(&key) {
@@ -179,6 +236,9 @@ impl RemoteRun {
     /// and every chunk of games, into the cache's `games/` (what the cache has already is
     /// kept). Returns the chunks downloaded.
     pub fn pull_games(&self) -> Result<usize> {
+        if self.in_place {
+            return Ok(0);
+        }
         self.pull(&self.dir.config())?;
         if let Some(g) = self.newest_net()? {
             self.pull_net(g)?;
@@ -210,8 +270,12 @@ impl RemoteRun {
 
     /// Empties the cache of what a run keeps (for a run the store does not hold: a cache
     /// left by an earlier run of the same URL). Only the run layout's own entries go, never
-    /// anything else in a `--cache` directory.
+    /// anything else in a `--cache` directory; a run in a directory is never touched (it is
+    /// the store, not a copy of it).
     pub fn clear_cache(&self) -> Result<()> {
+        if self.in_place {
+            return Ok(());
+        }
         for sub in ["nets", "games", "pgn", "state", "tb", "teacher"] {
             let d = self.dir.root().join(sub);
             if d.exists() {
@@ -231,6 +295,9 @@ impl RemoteRun {
     /// state, the log, the chunk cursor, and the newest chunks up to `window_positions`
     /// positions (the replay window). Returns the chunks downloaded.
     pub fn pull_for_trainer(&mut self, window_positions: usize) -> Result<usize> {
+        if self.in_place {
+            return Ok(0);
+        }
         let Some(newest) = self.newest_net()? else {
             return Ok(0);
         };
@@ -252,6 +319,7 @@ impl RemoteRun {
             self.pull(&p)?;
         }
         self.pull(&self.dir.log())?;
+        self.pull_labels()?;
         if let Some(bytes) = self.store.get(CURSOR_KEY)? {
             self.cursor = serde_json::from_slice(&bytes)
                 .with_context(|| format!("reading {CURSOR_KEY} of {}", self.store.location()))?;
@@ -313,6 +381,10 @@ impl RemoteRun {
     /// window (a worker's slow clock, a slow upload) is ingested too, with a note. Returns the
     /// chunks downloaded.
     pub fn ingest(&mut self, skip_worker: Option<&str>) -> Result<usize> {
+        // A directory's workers write their games into it: nothing comes in chunks.
+        if self.in_place {
+            return Ok(0);
+        }
         let full = self
             .last_full_listing
             .is_none_or(|t| t.elapsed() >= FULL_LISTING_EVERY);
@@ -353,13 +425,18 @@ impl RemoteRun {
 
     /// Publishes generation `g` from the cache: the trainer state, log, TensorBoard files
     /// and chunk cursor first, the net last and only if the store has no net `g` (the commit
-    /// point: two trainers can never both publish a generation).
+    /// point: two trainers can never both publish a generation). In a directory the net's
+    /// atomic write in place was the commit point.
     pub fn publish(&self, g: u32) -> Result<()> {
+        if self.in_place {
+            return Ok(());
+        }
         let (w, o) = self.dir.trainer_state(g);
         for p in trainer_state_files(&w, &o) {
             self.push(&p)?;
         }
         self.push_logs()?;
+        self.push_labels()?;
         self.store
             .put(CURSOR_KEY, &serde_json::to_vec(&self.cursor)?)?;
         let net = self.dir.net(g);
@@ -375,6 +452,46 @@ impl RemoteRun {
         Ok(())
     }
 
+    /// Uploads the teacher's label files that grew since this process last uploaded them. A
+    /// file the teacher is appending to goes up as far as it is written; a torn last label
+    /// is cut when a trainer opens the file again.
+    fn push_labels(&self) -> Result<()> {
+        let Ok(entries) = std::fs::read_dir(self.dir.teacher()) else {
+            return Ok(());
+        };
+        let mut uploaded = self.uploaded.lock().expect("never poisoned");
+        for e in entries.flatten() {
+            let path = e.path();
+            if cfzero_fsutil::is_temporary(&path) || !path.is_file() {
+                continue;
+            }
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let len = bytes.len() as u64;
+            if uploaded.get(&path) != Some(&len) {
+                self.store.put(&self.key_of(&path)?, &bytes)?;
+                uploaded.insert(path, len);
+            }
+        }
+        Ok(())
+    }
+
+    /// Downloads the teacher's label files that the store holds longer than the cache (label
+    /// files only grow: a longer local one was written here after the last publication).
+    fn pull_labels(&self) -> Result<()> {
+        for key in self.store.list_after("teacher", None)? {
+            let path = self.dir.root().join(&key);
+            let local = std::fs::metadata(&path).map_or(0, |m| m.len());
+            let Some(bytes) = self.store.get(&key)? else {
+                continue;
+            };
+            if bytes.len() as u64 > local {
+                write_local(&path, &bytes)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Uploads the log and the TensorBoard files.
     pub fn push_logs(&self) -> Result<()> {
         self.push(&self.dir.log())?;
@@ -385,6 +502,9 @@ impl RemoteRun {
     /// with their PGN: a trainer that plays its own games keeps them on the store, so that a
     /// successor elsewhere has them.
     pub fn upload_games(&self, g: u32, worker: &str, files: &[PathBuf], pgn: &Path) -> Result<()> {
+        if self.in_place {
+            return Ok(());
+        }
         let mut games = Vec::new();
         for f in files {
             games.extend(cfzero_selfplay::record::read_records(f)?);
@@ -409,6 +529,14 @@ impl RemoteRun {
             &cfzero_selfplay::record::encode_records(&games),
         )?;
         Ok(())
+    }
+}
+
+/// Whether `a` and `b` name the same directory (either may not exist yet).
+fn same_directory(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
     }
 }
 

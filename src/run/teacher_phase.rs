@@ -1,0 +1,114 @@
+//! A teacher's part of a generation, for `cfzero train` and `cfzero learn` alike: its engines
+//! start before the run opens, the games that enter the replay window are offered to them,
+//! their labels so far are mixed into the generation's training at the teacher's weight, and
+//! the generation's line and TensorBoard get the teacher's figures (labels, weight,
+//! agreement).
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use cfzero_trainer::SampleSource;
+use cfzero_trainer::source::Split;
+use cfzero_trainer::source::teacher::{TeacherLimits, TeacherSource};
+
+use crate::run::learn_phase;
+use crate::run::session::{RunArgs, Session};
+use crate::run::teacher_feed::{TeacherEngines, TeacherFeed};
+
+/// The teacher's engines when `args`' config (or `--teacher`) sets one, started: an engine
+/// that does not start is an error before the run is opened or anything written.
+pub fn engines(args: &RunArgs) -> Result<Option<TeacherEngines>> {
+    let mut config = crate::config::Config::load(&args.config)?;
+    if let Some(engine) = &args.teacher {
+        config.teacher.engine = engine.clone();
+    }
+    match config.teacher.enabled() {
+        true => Ok(Some(TeacherEngines::start(&config.teacher)?)),
+        false => Ok(None),
+    }
+}
+
+/// Starts feeding `engines` (if any) the games that enter `session`'s window from now on,
+/// labels into the run's `teacher/`.
+pub fn start(
+    engines: Option<TeacherEngines>,
+    session: &mut Session,
+) -> Result<Option<TeacherFeed>> {
+    let Some(engines) = engines else {
+        return Ok(None);
+    };
+    let feed = TeacherFeed::start(engines, &session.dir.teacher(), session.config.run.seed)?;
+    session.collect_arrivals();
+    Ok(Some(feed))
+}
+
+/// Offers the games that entered the window since the last call (generation `g`'s) to the
+/// teacher, then mixes its labels so far into `g`'s training at the teacher's weight for
+/// `g` (the window keeps the rest). Returns the labels, whatever their weight, for
+/// measuring the net's agreement with the teacher.
+pub fn offer_and_mix_in(
+    session: &mut Session,
+    t: &mut TeacherFeed,
+    g: u32,
+) -> Result<Arc<TeacherSource>> {
+    let arrived = session.take_arrivals();
+    t.offer(arrived.iter().map(|game| game.as_ref()), g);
+    let teacher = &session.config.teacher;
+    let limits = TeacherLimits {
+        max_positions: usize::MAX,
+        validation_share: session.config.window.validation_share,
+        temperature: teacher.temperature as f32,
+    };
+    let labels = Arc::new(
+        TeacherSource::open(t.dir(), limits)
+            .with_context(|| format!("reading the teacher's labels in {}", t.dir().display()))?,
+    );
+    let weight = teacher.weight_at(g);
+    if labels.positions(Split::Training) > 0 && weight > 0.0 {
+        session.add_data_sources(
+            vec![(labels.clone() as Arc<dyn SampleSource>, weight)],
+            1.0 - weight,
+        );
+    } else {
+        session.add_data_sources(Vec::new(), 1.0);
+    }
+    Ok(labels)
+}
+
+/// Logs the teacher's figures of generation `g` to TensorBoard; the log line's part.
+pub fn log(
+    session: &mut Session,
+    t: &TeacherFeed,
+    labels: Arc<TeacherSource>,
+    g: u32,
+) -> Result<String> {
+    let stats = t.stats();
+    let weight = if labels.positions(Split::Training) > 0 {
+        session.config.teacher.weight_at(g)
+    } else {
+        0.0
+    };
+    // Agreement: how often the net's most likely move is the teacher's best, on labels held
+    // out of training.
+    let agreement = learn_phase::validate(&session.config, &session.learner, labels.as_ref())?
+        .map(|m| m.policy_accuracy);
+    let step = u64::from(g);
+    let tb = &mut session.tb;
+    tb.scalar("teacher/labels", step, stats.labels as f64)?;
+    tb.scalar("teacher/labels_per_second", step, stats.labels_per_second())?;
+    tb.scalar("teacher/weight", step, weight)?;
+    tb.scalar("teacher/dropped", step, stats.dropped as f64)?;
+    tb.scalar("teacher/waiting", step, stats.waiting as f64)?;
+    if let Some(a) = agreement {
+        tb.scalar("teacher/agreement", step, a)?;
+    }
+    Ok(format!(
+        " | teacher {} labelled ({:.1}/s), {} trained on at weight {weight:.2}{}{}",
+        stats.labels,
+        stats.labels_per_second(),
+        labels.positions(Split::Training),
+        agreement.map_or(String::new(), |a| format!(" agree {a:.2}")),
+        t.failed()
+            .map_or(String::new(), |_| " (stopped)".to_owned()),
+    ))
+}
