@@ -8,6 +8,11 @@ use std::path::Path;
 use common::*;
 
 fn ladder(run: &Path, games: &str) -> std::process::Output {
+    ladder_at(run, games, "2")
+}
+
+/// `cfzero ladder` with `games` a pair at `sims` simulations a move.
+fn ladder_at(run: &Path, games: &str, sims: &str) -> std::process::Output {
     let out = cfzero(&[
         "ladder",
         "--device",
@@ -17,7 +22,7 @@ fn ladder(run: &Path, games: &str) -> std::process::Output {
         "--games",
         games,
         "--sims",
-        "2",
+        sims,
         "--max-plies",
         "16",
         "--openings",
@@ -84,6 +89,33 @@ fn a_run_gets_a_rating_per_generation_and_a_plot() {
     // More games per pair: only the missing ones are played.
     ladder(&run, "4");
     assert_eq!(pairs(&run), [(1, 0, 4), (2, 1, 4), (2, 0, 4)]);
+
+    // Another number of simulations plays its own games, kept apart from the others', and
+    // rates from them alone.
+    ladder_at(&run, "2", "3");
+    assert_eq!(
+        pairs(&run),
+        [
+            (1, 0, 4),
+            (2, 1, 4),
+            (2, 0, 4),
+            (1, 0, 2),
+            (2, 1, 2),
+            (2, 0, 2)
+        ]
+    );
+    let text = std::fs::read_to_string(run.join("ladder/results.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let sims: Vec<u64> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["sims"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sims, [2, 2, 2, 3, 3, 3]);
+    let csv = std::fs::read_to_string(run.join("ladder/ratings.csv")).unwrap();
+    let gen1: Vec<&str> = csv.lines().nth(2).unwrap().split(',').collect();
+    assert_eq!((gen1[0], gen1[6]), ("1", "4"), "{csv}");
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! `cfzero ladder`: ratings of every published generation of a run. Each generation plays
 //! its predecessor and generation 0; the games of all pairs are fitted together
 //! ([`cfzero_selfplay::ratings`]), written to `ladder/ratings.csv` and drawn in
-//! `ladder/elo.png`. Results are kept in `ladder/results.json`, so a later call only plays
-//! the games that are missing (new generations, or more games per pair).
+//! `ladder/elo.png`. Results are kept in `ladder/results.json` with the simulations they were
+//! played at, so a later call only plays the games that are missing (new generations, more
+//! games per pair, or another `--sims`, whose games are kept and rated apart).
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -68,17 +69,27 @@ pub struct LadderArgs {
     pub backend: BackendChoice,
 }
 
-/// The games played between two generations so far.
+/// The games played between two generations so far, at one number of simulations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct PairRecord {
     /// The newer generation.
     a: u32,
     /// The older one.
     b: u32,
+    /// Simulations a move of both nets: a ladder at another count plays its own games and
+    /// keeps these apart (a file of an older cfzero, which did not record it, was played at
+    /// its default of 16).
+    #[serde(default = "legacy_simulations")]
+    sims: u32,
     /// A's wins, draws and losses.
     wins: u32,
     draws: u32,
     losses: u32,
+}
+
+/// The simulations of a pair recorded before `sims` was: the old `--sims` default.
+fn legacy_simulations() -> u32 {
+    16
 }
 
 impl PairRecord {
@@ -184,19 +195,23 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
         .map(|&(a, b)| {
             let have = results
                 .iter()
-                .find(|r| (r.a, r.b) == (a, b))
+                .find(|r| (r.a, r.b, r.sims) == (a, b, sims))
                 .map_or(0, PairRecord::games);
             args.games.saturating_sub(have)
         })
         .sum();
     let progress = bar(missing as u64, "ladder", "games");
     for &(a, b) in &pairs {
-        let index = match results.iter().position(|r| (r.a, r.b) == (a, b)) {
+        let index = match results
+            .iter()
+            .position(|r| (r.a, r.b, r.sims) == (a, b, sims))
+        {
             Some(i) => i,
             None => {
                 results.push(PairRecord {
                     a,
                     b,
+                    sims,
                     wins: 0,
                     draws: 0,
                     losses: 0,
@@ -249,8 +264,8 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
 
     // Players are indexed by position in `generations`; generation 0 (the first) is the reference.
     let index_of = |g: u32| generations.iter().position(|&x| x == g);
-    let pair_results: Vec<PairResult> = results
-        .iter()
+    let at_sims = || results.iter().filter(|r| r.sims == sims);
+    let pair_results: Vec<PairResult> = at_sims()
         .filter_map(|r| {
             Some(PairResult {
                 a: index_of(r.a)?,
@@ -267,8 +282,7 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
     let mut csv = String::from("generation,step,minutes,elo,elo_low,elo_high,games\n");
     let mut points = Vec::new();
     for (i, (&g, rating)) in generations.iter().zip(&ratings).enumerate() {
-        let games: usize = results
-            .iter()
+        let games: usize = at_sims()
             .filter(|r| r.a == g || r.b == g)
             .map(PairRecord::games)
             .sum();
