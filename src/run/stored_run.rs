@@ -465,13 +465,16 @@ impl StoredRun {
             if cfzero_fsutil::is_temporary(&path) || !path.is_file() {
                 continue;
             }
+            // An unchanged file is told by its length alone: only a grown one is read.
+            let len = e.metadata().map_or(0, |m| m.len());
+            if uploaded.get(&path) == Some(&len) {
+                continue;
+            }
             let bytes =
                 std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            let len = bytes.len() as u64;
-            if uploaded.get(&path) != Some(&len) {
-                self.store.put(&self.key_of(&path)?, &bytes)?;
-                uploaded.insert(path, len);
-            }
+            self.store.put(&self.key_of(&path)?, &bytes)?;
+            // What went up: the teacher may have written more since the length was read.
+            uploaded.insert(path, bytes.len() as u64);
         }
         Ok(())
     }
