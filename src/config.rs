@@ -110,8 +110,8 @@ impl TeacherConfig {
     }
 
     /// The budget of each search.
-    pub fn limit(&self) -> cfzero_selfplay::uci_client::UciLimit {
-        use cfzero_selfplay::uci_client::UciLimit;
+    pub fn limit(&self) -> cfzero_eval::uci_client::UciLimit {
+        use cfzero_eval::uci_client::UciLimit;
         match (self.movetime_ms, self.depth) {
             (Some(ms), _) => UciLimit::Movetime(ms),
             (_, Some(d)) => UciLimit::Depth(d),

@@ -280,7 +280,7 @@ fn fuzz_books_and_puzzles() {
         let input = mutate(&head, &mut rng);
         std::fs::write(&path, &input).unwrap();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let _ = cfzero_selfplay::puzzles::read_puzzles(&path, Some(100));
+            let _ = cfzero_eval::puzzles::read_puzzles(&path, Some(100));
         }));
         assert!(outcome.is_ok(), "fuzz target puzzles: case {case} panicked");
     }

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use common::repo_root;
 
 /// The source trees of the workspace's crates, in the code map's order.
-const TREES: [&str; 10] = [
+const TREES: [&str; 11] = [
     "chess/src",
+    "eval/src",
     "fsutil/src",
     "mcts/src",
     "network/src",

@@ -55,8 +55,8 @@ fn a_run_on_an_in_memory_store_trains_through_the_session_code() {
     assert!(!cache.join("nets/gen-0002.safetensors").exists());
 }
 
-/// A cache named for a run in a directory is refused before anything is written: the
-/// directory is its own cache.
+/// A cache named for a run in a directory is refused, by the trainer and by a worker, before
+/// anything is written: the directory is its own cache.
 #[test]
 fn a_cache_for_a_directory_run_is_a_one_line_error() {
     let tmp = tempfile::tempdir().unwrap();
@@ -71,5 +71,19 @@ fn a_cache_for_a_directory_run_is_a_one_line_error() {
     .output()
     .unwrap();
     assert_user_error_output("--cache with a directory", &out, "its own cache");
+    assert!(!run.exists() && !cache.exists());
+    // A self-play worker opens its run through the same store seam, and refuses the same.
+    let out = cfzero(&[
+        "selfplay",
+        "--run",
+        run.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--games",
+        "1",
+    ])
+    .output()
+    .unwrap();
+    assert_user_error_output("a worker's --cache with a directory", &out, "its own cache");
     assert!(!run.exists() && !cache.exists());
 }

@@ -1,24 +1,17 @@
-//! Self-play and play for cfzero, without libtorch: actors that play many games at once, game
-//! records, the replay window on disk, PGN output; and what plays and scores finished nets
-//! (matches and their players, the UCI client, Elo, SPRT, ladder ratings, puzzles), which
-//! share the game records' results and the search players with self-play.
+//! Self-play for cfzero, without libtorch: actors that play many games at once, game records
+//! and their results, opening books, training targets, resignation, the replay window on disk
+//! and PGN output. What plays and scores finished nets (matches, the UCI client, Elo, SPRT,
+//! ladder ratings, puzzles) is the `cfzero-eval` crate, which reads the results from here.
 
 pub mod actor;
-pub mod arena;
 pub mod config;
-pub mod elo;
-pub mod greedy;
-pub mod lines;
 pub mod openings;
 pub mod pgn;
-pub mod puzzles;
-pub mod ratings;
 pub mod record;
 pub mod replay;
 pub mod resign;
 pub mod result;
 pub mod targets;
-pub mod uci_client;
 pub mod window;
 
 pub use actor::{

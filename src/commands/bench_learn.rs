@@ -9,12 +9,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, bail};
 use cfzero_chess::ChessState;
-use cfzero_mcts::SearchConfig;
-use cfzero_network::InferenceHandle;
-use cfzero_selfplay::arena::{
+use cfzero_eval::arena::{
     ArenaError, ArenaGame, GreedyPlayer, MatchOptions, Player, RandomPlayer, SearchPlayer,
     StoppablePlayer, run_match,
 };
+use cfzero_mcts::SearchConfig;
+use cfzero_network::InferenceHandle;
 use cfzero_selfplay::openings::read_openings;
 use clap::Args;
 use rand::SeedableRng;

@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use cfzero_eval::uci_client::{UciLimit, parse_option};
 use cfzero_selfplay::replay::replay;
-use cfzero_selfplay::uci_client::{UciLimit, parse_option};
 use cfzero_teacher::label_file::{LabelEntry, LabelHeader, LabelWriter};
 use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
 use cfzero_teacher::{Method, Resumed};

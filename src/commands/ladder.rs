@@ -1,6 +1,6 @@
 //! `cfzero ladder`: ratings of every published generation of a run. Each generation plays
 //! its predecessor and generation 0; the games of all pairs are fitted together
-//! ([`cfzero_selfplay::ratings`]), written to `ladder/ratings.csv` and drawn in
+//! ([`cfzero_eval::ratings`]), written to `ladder/ratings.csv` and drawn in
 //! `ladder/elo.png`. Results are kept in `ladder/results.json` with the simulations they were
 //! played at, so a later call only plays the games that are missing (new generations, more
 //! games per pair, or another `--sims`, whose games are kept and rated apart).
@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
+use cfzero_eval::arena::{MatchOptions, MatchScore, SearchPlayer, run_match};
+use cfzero_eval::ratings::{PairResult, fit_ratings};
 use cfzero_fsutil::write_file_atomically;
 use cfzero_network::backend::BackendChoice;
 use cfzero_network::{Precision, parse_device};
-use cfzero_selfplay::arena::{MatchOptions, MatchScore, SearchPlayer, run_match};
 use cfzero_selfplay::openings::read_openings;
-use cfzero_selfplay::ratings::{PairResult, fit_ratings};
 use cfzero_store::RunLocation;
 use clap::Args;
 use rand::SeedableRng;

@@ -10,17 +10,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use cfzero_chess::{ChessState, HistoryFill};
-use cfzero_mcts::SearchConfig;
-use cfzero_network::backend::BackendChoice;
-use cfzero_network::{InferenceHandle, Precision, parse_device};
-use cfzero_selfplay::arena::{
+use cfzero_eval::arena::{
     ArenaGame, GreedyPlayer, MatchOptions, MatchScore, Player, RandomPlayer, SearchPlayer,
     run_match, score_sample,
 };
-use cfzero_selfplay::elo::{Sprt, SprtDecision};
+use cfzero_eval::elo::{Sprt, SprtDecision};
+use cfzero_eval::uci_client::{UciLimit, UciPlayer, parse_option};
+use cfzero_mcts::SearchConfig;
+use cfzero_network::backend::BackendChoice;
+use cfzero_network::{InferenceHandle, Precision, parse_device};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::pgn::{PgnTags, moves_to_pgn};
-use cfzero_selfplay::uci_client::{UciLimit, UciPlayer, parse_option};
 use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -4,12 +4,12 @@ use std::path::Path;
 
 use anyhow::Result;
 use cfzero_chess::ChessState;
+use cfzero_eval::arena::ArenaError;
 use cfzero_mcts::SearchConfig;
 use cfzero_network::backend::BackendChoice;
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::inference::DEFAULT_MAX_BATCH;
 use cfzero_network::{InferenceHandle, InferenceServer, Precision};
-use cfzero_selfplay::arena::ArenaError;
 
 use crate::config::{Config, inference_options};
 use crate::error::user_error;

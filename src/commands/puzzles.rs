@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
+use cfzero_eval::arena::SearchPlayer;
+use cfzero_eval::puzzles::{BANDS, PuzzleTally, read_puzzles, solve_puzzles};
 use cfzero_network::backend::BackendChoice;
 use cfzero_network::{Precision, parse_device};
-use cfzero_selfplay::arena::SearchPlayer;
-use cfzero_selfplay::puzzles::{BANDS, PuzzleTally, read_puzzles, solve_puzzles};
 use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

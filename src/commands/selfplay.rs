@@ -2,7 +2,9 @@
 //! hands them to the run's `cfzero learn` trainer. Between rounds of games it switches to the
 //! newest published net.
 //!
-//! On a directory (local, or shared over NFS) it writes its games into the run directory.
+//! Both kinds of run go through one loop over the run's store ([`StoredRun`]); they differ
+//! only in where the games go (`Outbox`). On a directory (local, or shared over NFS) the
+//! worker writes its games into the run directory, where the trainer reads them.
 //! On object storage (`--run s3://...`) it plays into a local spool and a thread uploads
 //! them in chunks (every `--chunk-games` games or `--chunk-seconds`), fetches new nets into
 //! the cache, and keeps playing while the store is unreachable (up to `--spool-mb` of
@@ -20,7 +22,6 @@ use cfzero_network::parse_device;
 use cfzero_store::chunks::valid_worker_name;
 use cfzero_store::{ObjectRunStore, RunLocation, RunStore};
 use clap::Args;
-use url::Url;
 
 use crate::config::Config;
 use crate::error::{is_user_error, user_error};
@@ -64,7 +65,8 @@ pub struct SelfplayArgs {
     #[arg(long)]
     pub backend: Option<BackendChoice>,
     /// Object storage: the local cache (nets, config, the spool of games not uploaded yet);
-    /// default `~/.cache/cfzero/runs/<run>`, or under `$CFZERO_CACHE`.
+    /// default `~/.cache/cfzero/runs/<run>`, or under `$CFZERO_CACHE`. Refused for a run in
+    /// a directory, which is its own cache.
     #[arg(long)]
     pub cache: Option<PathBuf>,
     /// Object storage: games in a chunk.
@@ -102,9 +104,241 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
             "--chunk-games, --chunk-seconds and --spool-mb must be positive, --flush-minutes not negative"
         );
     }
-    match RunLocation::parse(&args.run.to_string_lossy()).map_err(user_error)? {
-        RunLocation::Local(p) => run_on_directory(args, &p),
-        RunLocation::Object(url) => run_on_object_store(args, &url),
+    let location = RunLocation::parse(&args.run.to_string_lossy()).map_err(user_error)?;
+    let (run, shown) = open_run(args, &location)?;
+    let dir = run.dir().clone();
+    match run.pull(&dir.config()) {
+        Ok(true) => {}
+        Ok(false) => user_bail!(
+            "{shown} holds no run (no config.toml): start it with `cfzero learn --config FILE --run {shown}`"
+        ),
+        // Wrong credentials or no such bucket: playing on would only fill the spool.
+        Err(e) if is_user_error(&e) => return Err(e),
+        Err(e) if dir.config().exists() => eprintln!(
+            "warning: {shown} is unreachable ({e:#}): playing with the cached config and nets, uploading later"
+        ),
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!("reaching {shown} (this worker has no cached copy of the run yet)")
+            });
+        }
+    }
+    let mut config = Config::load(&dir.config())?;
+    if let Some(b) = args.backend {
+        config.run.backend = b;
+    }
+    let device = parse_device(&args.device).map_err(user_error)?;
+    let openings = match &config.selfplay.openings {
+        Some(p) => selfplay_phase::read_selfplay_book(p)?,
+        None => Vec::new(),
+    };
+    let stop = stop_on_ctrl_c();
+    let mut outbox = Outbox::open(args, &run)?;
+    let worker = outbox.worker().to_owned();
+    let Some(mut generation) = first_net(&run, &stop)? else {
+        eprintln!("worker {worker}: stopped before the run's first net");
+        return Ok(());
+    };
+    outbox.start(args, run)?;
+    let started = Instant::now();
+    let mut played = 0;
+    while !finished(args, played, started, &stop) {
+        if !outbox.has_room(&stop) {
+            break;
+        }
+        // The newest net: in the run directory itself, or fetched into the cache by the
+        // upload thread.
+        if let Some(&g) = dir.published()?.last() {
+            generation = generation.max(g);
+        }
+        let net = load_net(&dir.net(generation), device)?;
+        let games = round_size(&config, args, played);
+        let (games_dir, first_index) = outbox.place(generation + 1, games)?;
+        let sp = selfplay_phase::play(
+            &config,
+            net,
+            &GamesOut {
+                dir: &games_dir,
+                generation: generation + 1,
+                worker: &worker,
+                first_index,
+            },
+            games,
+            &openings,
+            &stop,
+        )?;
+        played += sp.games as usize;
+        outbox.round_played(&games_dir, generation + 1)?;
+        println!("worker {worker} | net gen {generation} | {sp} | {played} games in all");
+    }
+    let uploaded = outbox.close()?;
+    eprintln!("worker {worker}: stopped after {played} games{uploaded}");
+    Ok(())
+}
+
+/// The run and how it is named in messages. A directory is its own store and cache (the
+/// worker writes straight into it); object storage is opened without a request (a worker
+/// with a cache plays on while the store is down) and worked on in the cache.
+fn open_run(args: &SelfplayArgs, location: &RunLocation) -> Result<(StoredRun, String)> {
+    match location {
+        RunLocation::Local(path) => Ok((
+            StoredRun::open(location, args.cache.as_deref(), None)?,
+            path.display().to_string(),
+        )),
+        RunLocation::Object(url) => {
+            let store: Arc<dyn RunStore> =
+                Arc::new(ObjectRunStore::open_offline(url).map_err(user_error)?);
+            let cache = cache_dir(args.cache.as_deref(), url);
+            Ok((StoredRun::new(store, &cache), url.to_string()))
+        }
+    }
+}
+
+/// Where a worker's games go. In a run directory the trainer reads them where they are
+/// written, with one PGN per worker and generation; on object storage they go to a spool
+/// that a thread uploads in chunks (and that thread also fetches new nets into the cache).
+/// The two keep the layouts the trainer of each reads (`W-gNNNNN.cfzg` files in the
+/// generation's directory; chunks), so a directory run written by an older version reads
+/// unchanged.
+enum Outbox {
+    /// Straight into the run directory.
+    Directory { dir: RunDir, worker: String },
+    /// Into the spool in the cache, uploaded by `sync` (from [`Outbox::start`] on).
+    Spool {
+        worker: String,
+        spool: Arc<Spool>,
+        stopping: Arc<AtomicBool>,
+        sync: Option<std::thread::JoinHandle<Result<u64>>>,
+        limit_bytes: u64,
+    },
+}
+
+impl Outbox {
+    /// The outbox of `run`: its directory, or its spool in the cache (locked: one worker a
+    /// spool).
+    fn open(args: &SelfplayArgs, run: &StoredRun) -> Result<Outbox> {
+        if run.in_place() {
+            let worker = args
+                .worker
+                .clone()
+                .unwrap_or_else(|| format!("{}.{}", host_worker_name(), std::process::id()));
+            eprintln!("worker {worker}: run {}", run.dir().root().display());
+            return Ok(Outbox::Directory {
+                dir: run.dir().clone(),
+                worker,
+            });
+        }
+        let cache = run.dir().root();
+        let (worker, spool) = open_spool(args, cache)?;
+        eprintln!(
+            "worker {worker}: run {}, cache {}",
+            args.run.display(),
+            cache.display()
+        );
+        Ok(Outbox::Spool {
+            worker,
+            spool: Arc::new(spool),
+            stopping: Arc::new(AtomicBool::new(false)),
+            sync: None,
+            limit_bytes: args.spool_mb.saturating_mul(1 << 20),
+        })
+    }
+
+    /// Starts a spool's upload thread, which owns `run` from then on (once the first net is
+    /// there: a worker stopped before it has nothing to flush).
+    fn start(&mut self, args: &SelfplayArgs, run: StoredRun) -> Result<()> {
+        let Outbox::Spool {
+            spool,
+            stopping,
+            sync,
+            ..
+        } = self
+        else {
+            return Ok(());
+        };
+        let (spool, stopping) = (spool.clone(), stopping.clone());
+        let options = SyncOptions {
+            chunk_games: args.chunk_games,
+            chunk_age: Duration::from_secs_f64(args.chunk_seconds),
+            flush: Duration::from_secs_f64(args.flush_minutes * 60.0),
+        };
+        *sync = Some(
+            std::thread::Builder::new()
+                .name("upload".into())
+                .spawn(move || sync_loop(&run, &spool, &stopping, &options))
+                .context("starting the upload thread")?,
+        );
+        Ok(())
+    }
+
+    /// The worker's name.
+    fn worker(&self) -> &str {
+        match self {
+            Outbox::Directory { worker, .. } | Outbox::Spool { worker, .. } => worker,
+        }
+    }
+
+    /// Whether another round may be played: a full spool waits for the store (or Ctrl-C),
+    /// and an upload thread that ended early met a store that refuses this worker.
+    fn has_room(&self, stop: &AtomicBool) -> bool {
+        let Outbox::Spool {
+            spool,
+            sync,
+            limit_bytes,
+            ..
+        } = self
+        else {
+            return true;
+        };
+        if spool.outbox_bytes() > *limit_bytes {
+            let waiting = spinner(format!(
+                "spool full ({} MB of chunks the store has not taken): waiting for it",
+                spool.outbox_bytes() >> 20
+            ));
+            while spool.outbox_bytes() > *limit_bytes && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(POLL);
+            }
+            waiting.finish_and_clear();
+        }
+        !sync.as_ref().is_some_and(|s| s.is_finished()) && !stop.load(Ordering::Relaxed)
+    }
+
+    /// Where a round of `games` games of generation `g` is written, and the number of its
+    /// first game (a spool numbers its games; a run directory names them by worker).
+    fn place(&self, g: u32, games: usize) -> Result<(PathBuf, Option<u64>)> {
+        match self {
+            Outbox::Directory { dir, .. } => Ok((dir.games(g), None)),
+            Outbox::Spool { spool, .. } => {
+                let first = spool.reserve(games)?;
+                Ok((spool.games_dir(g), Some(first)))
+            }
+        }
+    }
+
+    /// After a round: a run directory gets the worker's PGN of the generation (a spool's
+    /// PGN travels with its chunks).
+    fn round_played(&self, games_dir: &Path, g: u32) -> Result<()> {
+        if let Outbox::Directory { dir, worker } = self {
+            selfplay_phase::write_pgn(games_dir, &dir.worker_pgn(g, worker), g, Some(worker))?;
+        }
+        Ok(())
+    }
+
+    /// Stops the upload thread after its last flush; what the worker's stop message adds.
+    fn close(self) -> Result<String> {
+        match self {
+            Outbox::Directory { .. } => Ok(String::new()),
+            Outbox::Spool { stopping, sync, .. } => {
+                stopping.store(true, Ordering::Relaxed);
+                let uploaded = match sync {
+                    Some(s) => s
+                        .join()
+                        .map_err(|_| anyhow::anyhow!("the upload thread panicked"))??,
+                    None => 0,
+                };
+                Ok(format!(" ({uploaded} chunk(s) uploaded)"))
+            }
+        }
     }
 }
 
@@ -121,86 +355,6 @@ fn finished(args: &SelfplayArgs, played: usize, started: Instant, stop: &AtomicB
 fn round_size(config: &Config, args: &SelfplayArgs, played: usize) -> usize {
     let round = (config.selfplay.actors.max(1) * config.selfplay.games_per_actor.max(1)).max(1);
     round.min(args.games.map_or(usize::MAX, |g| g.saturating_sub(played)))
-}
-
-/// The worker on a run directory.
-fn run_on_directory(args: &SelfplayArgs, root: &Path) -> Result<()> {
-    let dir = RunDir::new(root);
-    if !dir.config().exists() {
-        user_bail!(
-            "{} holds no run (no config.toml): start it with `cfzero learn --config FILE --run {}`",
-            dir.root().display(),
-            dir.root().display()
-        );
-    }
-    let mut config = Config::load(&dir.config())?;
-    if let Some(b) = args.backend {
-        config.run.backend = b;
-    }
-    let device = parse_device(&args.device).map_err(user_error)?;
-    let worker = args
-        .worker
-        .clone()
-        .unwrap_or_else(|| format!("{}.{}", host_worker_name(), std::process::id()));
-    let openings = match &config.selfplay.openings {
-        Some(p) => selfplay_phase::read_selfplay_book(p)?,
-        None => Vec::new(),
-    };
-    let stop = stop_on_ctrl_c();
-    let started = Instant::now();
-    let mut played = 0;
-    eprintln!("worker {worker}: run {}", dir.root().display());
-    loop {
-        if finished(args, played, started, &stop) {
-            break;
-        }
-        let Some(generation) = newest_net(&dir, &stop)? else {
-            break;
-        };
-        let net = load_net(&dir.net(generation), device)?;
-        let games_dir = dir.games(generation + 1);
-        let sp = selfplay_phase::play(
-            &config,
-            net,
-            &GamesOut {
-                dir: &games_dir,
-                generation: generation + 1,
-                worker: &worker,
-                first_index: None,
-            },
-            round_size(&config, args, played),
-            &openings,
-            &stop,
-        )?;
-        played += sp.games as usize;
-        selfplay_phase::write_pgn(
-            &games_dir,
-            &dir.worker_pgn(generation + 1, &worker),
-            generation + 1,
-            Some(&worker),
-        )?;
-        println!("worker {worker} | net gen {generation} | {sp} | {played} games in all");
-    }
-    eprintln!("worker {worker}: stopped after {played} games");
-    Ok(())
-}
-
-/// The newest published generation, waiting for the first one; `None` if stopped first.
-fn newest_net(dir: &RunDir, stop: &std::sync::atomic::AtomicBool) -> Result<Option<u32>> {
-    let mut waiting = None;
-    loop {
-        if let Some(&g) = dir.published()?.last() {
-            if let Some(w) = waiting {
-                indicatif::ProgressBar::finish_and_clear(&w);
-            }
-            return Ok(Some(g));
-        }
-        if stop.load(Ordering::Relaxed) {
-            return Ok(None);
-        }
-        waiting.get_or_insert_with(|| spinner("waiting for the run's first net".to_string()));
-        std::thread::sleep(POLL);
-    }
 }
 
 /// This machine's name as a worker name (characters outside the allowed set replaced).
@@ -249,109 +403,6 @@ fn default_worker_name(cache: &Path) -> Result<String> {
         }
         Err(e) => Err(e).with_context(|| format!("creating {}", file.display())),
     }
-}
-
-/// The worker on object storage: plays into its spool, a thread uploads.
-fn run_on_object_store(args: &SelfplayArgs, url: &Url) -> Result<()> {
-    // No request yet: a worker with a cache plays on while the store is down.
-    let store: Arc<dyn RunStore> = Arc::new(ObjectRunStore::open_offline(url).map_err(user_error)?);
-    let cache = cache_dir(args.cache.as_deref(), url);
-    let remote = StoredRun::new(store, &cache);
-    let dir = remote.dir().clone();
-    match remote.pull(&dir.config()) {
-        Ok(true) => {}
-        Ok(false) => user_bail!(
-            "{url} holds no run (no config.toml): start it with `cfzero learn --config FILE --run {url}`"
-        ),
-        // Wrong credentials or no such bucket: playing on would only fill the spool.
-        Err(e) if is_user_error(&e) => return Err(e),
-        Err(e) if dir.config().exists() => eprintln!(
-            "warning: {url} is unreachable ({e:#}): playing with the cached config and nets, uploading later"
-        ),
-        Err(e) => {
-            return Err(e).with_context(|| {
-                format!("reaching {url} (this worker has no cached copy of the run yet)")
-            });
-        }
-    }
-    let mut config = Config::load(&dir.config())?;
-    if let Some(b) = args.backend {
-        config.run.backend = b;
-    }
-    let device = parse_device(&args.device).map_err(user_error)?;
-    let (worker, spool) = open_spool(args, &cache)?;
-    let openings = match &config.selfplay.openings {
-        Some(p) => selfplay_phase::read_selfplay_book(p)?,
-        None => Vec::new(),
-    };
-    let stop = stop_on_ctrl_c();
-    eprintln!("worker {worker}: run {url}, cache {}", cache.display());
-    let Some(mut generation) = first_net(&remote, &stop)? else {
-        eprintln!("worker {worker}: stopped before the run's first net");
-        return Ok(());
-    };
-    let spool = Arc::new(spool);
-    let stopping = Arc::new(AtomicBool::new(false));
-    let sync = {
-        let (spool, stopping) = (spool.clone(), stopping.clone());
-        let options = SyncOptions {
-            chunk_games: args.chunk_games,
-            chunk_age: Duration::from_secs_f64(args.chunk_seconds),
-            flush: Duration::from_secs_f64(args.flush_minutes * 60.0),
-        };
-        std::thread::Builder::new()
-            .name("upload".into())
-            .spawn(move || sync_loop(&remote, &spool, &stopping, &options))
-            .context("starting the upload thread")?
-    };
-    let started = Instant::now();
-    let mut played = 0;
-    let spool_limit = args.spool_mb.saturating_mul(1 << 20);
-    while !finished(args, played, started, &stop) {
-        if spool.outbox_bytes() > spool_limit {
-            let waiting = spinner(format!(
-                "spool full ({} MB of chunks the store has not taken): waiting for it",
-                spool.outbox_bytes() >> 20
-            ));
-            while spool.outbox_bytes() > spool_limit && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(POLL);
-            }
-            waiting.finish_and_clear();
-            continue;
-        }
-        // An upload thread that ended early met a store that refuses this worker.
-        if sync.is_finished() {
-            break;
-        }
-        // The newest net the upload thread has fetched.
-        if let Some(&g) = dir.published()?.last() {
-            generation = generation.max(g);
-        }
-        let net = load_net(&dir.net(generation), device)?;
-        let games = round_size(&config, args, played);
-        let first = spool.reserve(games)?;
-        let sp = selfplay_phase::play(
-            &config,
-            net,
-            &GamesOut {
-                dir: &spool.games_dir(generation + 1),
-                generation: generation + 1,
-                worker: &worker,
-                first_index: Some(first),
-            },
-            games,
-            &openings,
-            &stop,
-        )?;
-        played += sp.games as usize;
-        println!("worker {worker} | net gen {generation} | {sp} | {played} games in all");
-    }
-    stopping.store(true, Ordering::Relaxed);
-    let uploaded = sync
-        .join()
-        .map_err(|_| anyhow::anyhow!("the upload thread panicked"))??;
-    eprintln!("worker {worker}: stopped after {played} games ({uploaded} chunk(s) uploaded)");
-    Ok(())
 }
 
 /// The worker's name and its spool: `--worker`'s, or the first free of HOST, HOST.2, ...

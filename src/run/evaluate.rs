@@ -5,11 +5,11 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 use cfzero_chess::ChessState;
-use cfzero_network::{InferenceHandle, InferenceServer, Net};
-use cfzero_selfplay::arena::{
+use cfzero_eval::arena::{
     ArenaError, GreedyPlayer, MatchScore, Player, RandomPlayer, SearchPlayer, StoppablePlayer,
     play_match,
 };
+use cfzero_network::{InferenceHandle, InferenceServer, Net};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

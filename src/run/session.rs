@@ -480,7 +480,7 @@ impl Session {
         self.tb
             .scalar("eval/score_vs_greedy", step, e.vs_greedy.score())?;
         self.tb.flush()?;
-        let show = |name: &str, s: &cfzero_selfplay::arena::MatchScore| {
+        let show = |name: &str, s: &cfzero_eval::arena::MatchScore| {
             format!(
                 " vs {name} {:.0}% (+{} ={} -{})",
                 100.0 * s.score(),

@@ -129,6 +129,12 @@ impl StoredRun {
         ))
     }
 
+    /// Whether the store is the local directory itself (a run in a directory), so that
+    /// nothing is copied between them.
+    pub fn in_place(&self) -> bool {
+        self.in_place
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<dyn RunStore> {
         &self.store
@@ -197,8 +203,12 @@ impl StoredRun {
         Ok(())
     }
 
-    /// The newest published generation on the store (one listing of `nets/`).
+    /// The newest published generation on the store (one listing of `nets/`; a run in a
+    /// directory reads its own `nets/`).
     pub fn newest_net(&self) -> Result<Option<u32>> {
+        if self.in_place {
+            return Ok(self.dir.published()?.last().copied());
+        }
         Ok(self
             .store
             .list_after("nets", None)?

@@ -24,7 +24,7 @@ use cfzero_network::{InferenceHandle, InferenceServer, parse_device};
 use clap::Args;
 use shakmaty::Color;
 
-use cfzero_selfplay::lines::{MAX_LINE, read_line_bounded};
+use cfzero_eval::lines::{MAX_LINE, read_line_bounded};
 
 use crate::commands::net_play::{UCI_SIMULATIONS, play_search};
 use crate::config::{Config, resolve_inference, set_torch_threads};

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use cfzero_chess::ChessState;
-use cfzero_selfplay::uci_client::{UciClientError, UciEngine, UciLimit};
+use cfzero_eval::uci_client::{UciClientError, UciEngine, UciLimit};
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Move, Position};
 

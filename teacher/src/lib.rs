@@ -19,7 +19,7 @@ pub mod pool;
 pub mod score;
 
 pub use analysis::{Analysis, AnalysisError, Analyst, Method};
-pub use cfzero_selfplay::uci_client::UciLimit;
+pub use cfzero_eval::uci_client::UciLimit;
 pub use label_file::{
     Label, LabelEntry, LabelFileError, LabelHeader, LabelMove, LabelReader, LabelWriter, Resumed,
 };

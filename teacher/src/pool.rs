@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cfzero_chess::{ChessState, HistoryFill};
-use cfzero_selfplay::uci_client::{UciClientError, UciLimit};
+use cfzero_eval::uci_client::{UciClientError, UciLimit};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::analysis::{Analysis, AnalysisError, Analyst, Method};

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use cfzero_chess::{ChessState, HistoryFill};
-use cfzero_selfplay::arena::{MatchOptions, RandomPlayer, run_match};
-use cfzero_selfplay::uci_client::{UciClientError, UciEngine, UciLimit, UciPlayer, parse_option};
+use cfzero_eval::arena::{MatchOptions, RandomPlayer, run_match};
+use cfzero_eval::uci_client::{UciClientError, UciEngine, UciLimit, UciPlayer, parse_option};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use shakmaty::uci::UciMove;

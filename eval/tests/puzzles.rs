@@ -5,10 +5,8 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use cfzero_chess::ChessState;
-use cfzero_selfplay::arena::{ArenaError, GameLine, Player};
-use cfzero_selfplay::puzzles::{
-    Puzzle, PuzzleError, PuzzleTally, band, read_puzzles, solve_puzzles,
-};
+use cfzero_eval::arena::{ArenaError, GameLine, Player};
+use cfzero_eval::puzzles::{Puzzle, PuzzleError, PuzzleTally, band, read_puzzles, solve_puzzles};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use shakmaty::Move;

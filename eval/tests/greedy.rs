@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use cfzero_chess::{ChessState, HistoryFill};
-use cfzero_selfplay::arena::{GameLine, MatchOptions, Player, RandomPlayer, run_match};
-use cfzero_selfplay::greedy::{GreedyPlayer, material_gain};
+use cfzero_eval::arena::{GameLine, MatchOptions, Player, RandomPlayer, run_match};
+use cfzero_eval::greedy::{GreedyPlayer, material_gain};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use shakmaty::{CastlingMode, Move};

@@ -2,7 +2,7 @@
 //! right results, early stop, and the statistics units.
 
 use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
-use cfzero_selfplay::arena::{
+use cfzero_eval::arena::{
     ArenaGame, MatchOptions, MatchScore, RandomPlayer, run_match, score_sample,
 };
 use cfzero_selfplay::{GameResult, Termination};

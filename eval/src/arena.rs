@@ -15,8 +15,8 @@ use shakmaty::{Color, Move};
 
 use crate::elo::ScoreSample;
 pub use crate::greedy::GreedyPlayer;
-use crate::result::{GameResult, Termination};
 use crate::uci_client::UciClientError;
+use cfzero_selfplay::{GameResult, Termination};
 
 /// Why a match could not be played.
 #[derive(Debug, thiserror::Error)]
