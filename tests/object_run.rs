@@ -911,7 +911,7 @@ fn a_successor_elsewhere_keeps_the_teachers_labels() {
     let table = tmp.path().join("table.json");
     std::fs::write(&table, r#"{"*": {}}"#).unwrap();
     let engine = scripted_engine();
-    let train = |cache: &str, extra: &[&str]| {
+    let train = |cache: &str, delay_ms: &str, extra: &[&str]| {
         let mut cmd = trainer(
             &endpoint,
             tmp.path(),
@@ -922,22 +922,32 @@ fn a_successor_elsewhere_keeps_the_teachers_labels() {
             extra,
         );
         cmd.args(["--teacher", &engine])
-            .env("SCRIPTED_UCI_TABLE", &table);
+            .env("SCRIPTED_UCI_TABLE", &table)
+            .env("SCRIPTED_UCI_DELAY_MS", delay_ms);
         succeed(cmd)
     };
-    train("first", &["--generations", "2"]);
+    // A slow engine still labels generation 2's games after that generation's publication
+    // (during the evaluation): the trainer puts those labels on the store when it stops.
+    train("first", "20", &["--generations", "2"]);
     let key = "teacher/labels-01.cfl";
     let first = store
         .get(key)
         .unwrap()
         .expect("the labels are on the store");
+    let local = std::fs::read(tmp.path().join("first").join(key)).unwrap();
+    assert_eq!(
+        label_entries(&first, tmp.path()).len(),
+        label_entries(&local, tmp.path()).len(),
+        "every label the first trainer wrote is on the store"
+    );
+    assert_eq!(first, local);
     let first = label_entries(&first, tmp.path());
     assert!(!first.is_empty());
     // A trainer on another machine (an empty cache) goes on from the store's labels: the
     // file it publishes starts with every label the first trainer published. (Two more
     // generations: the labels of generation 3's games are written while it trains, so
     // generation 4's publication carries them whatever the engine's pace.)
-    train("second", &["--generations", "4", "--resume"]);
+    train("second", "0", &["--generations", "4", "--resume"]);
     let second = store.get(key).unwrap().unwrap();
     let second = label_entries(&second, tmp.path());
     assert!(

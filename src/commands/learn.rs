@@ -137,7 +137,7 @@ pub fn run(learn: &LearnArgs) -> Result<()> {
         );
         session.log_line(&line)?;
     }
-    drop(teacher);
+    teacher_phase::stop(teacher, &session);
     session.report_stop();
     Ok(())
 }

@@ -143,7 +143,7 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
         );
         session.log_line(&line)?;
     }
-    drop(teacher);
+    teacher_phase::stop(teacher, &session);
     outcome.seconds = started.elapsed().as_secs_f64();
     outcome.deadline_reached = deadline.as_ref().is_some_and(Deadline::fired);
     drop(deadline);

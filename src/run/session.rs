@@ -351,6 +351,12 @@ impl Session {
         self.arrivals.get_or_insert_with(Vec::new);
     }
 
+    /// Uploads the teacher's label files that grew since the last publication (nothing for a
+    /// run in a directory, which holds them already).
+    pub fn push_labels(&self) -> Result<()> {
+        self.stored.push_labels()
+    }
+
     /// The games that entered the window since the last call (none unless
     /// [`Session::collect_arrivals`] was called).
     pub fn take_arrivals(&mut self) -> Vec<Arc<GameRecord>> {

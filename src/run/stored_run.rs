@@ -465,7 +465,10 @@ impl StoredRun {
     /// Uploads the teacher's label files that grew since this process last uploaded them. A
     /// file the teacher is appending to goes up as far as it is written; a torn last label
     /// is cut when a trainer opens the file again.
-    fn push_labels(&self) -> Result<()> {
+    pub fn push_labels(&self) -> Result<()> {
+        if self.in_place {
+            return Ok(());
+        }
         let Ok(entries) = std::fs::read_dir(self.dir.teacher()) else {
             return Ok(());
         };

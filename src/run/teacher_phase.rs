@@ -112,3 +112,17 @@ pub fn log(
             .map_or(String::new(), |_| " (stopped)".to_owned()),
     ))
 }
+
+/// Stops the teacher (its thread writes what it has labelled and ends) and puts the labels
+/// written since the run's last publication on the store, so that a successor on another
+/// machine has every label this trainer made. A store that refuses (the lease lost to a
+/// successor, the store down) leaves them in the cache with a warning: the run is stopping.
+pub fn stop(teacher: Option<TeacherFeed>, session: &Session) {
+    if teacher.is_none() {
+        return;
+    }
+    drop(teacher);
+    if let Err(e) = session.push_labels() {
+        eprintln!("warning: the teacher's newest labels stay in the cache only: {e:#}");
+    }
+}
