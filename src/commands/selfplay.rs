@@ -143,7 +143,8 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
     let started = Instant::now();
     let mut played = 0;
     while !finished(args, played, started, &stop) {
-        if !outbox.has_room(&stop) {
+        // A wait for room in the spool may outlast the time limit.
+        if !outbox.has_room(&stop) || finished(args, played, started, &stop) {
             break;
         }
         // The newest net: in the run directory itself, or fetched into the cache by the
