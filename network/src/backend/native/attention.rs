@@ -160,9 +160,9 @@ fn weighted_values<L: Lanes>(
         return;
     }
     match dh / 8 {
-        1 => weighted_groups::<L, 8>(out, a, values, stride, rv, base),
-        2 => weighted_groups::<L, 16>(out, a, values, stride, rv, base),
-        4 => weighted_groups::<L, 32>(out, a, values, stride, rv, base),
+        1 => weighted_groups::<L, 1>(out, a, values, stride, rv, base),
+        2 => weighted_groups::<L, 2>(out, a, values, stride, rv, base),
+        4 => weighted_groups::<L, 4>(out, a, values, stride, rv, base),
         _ => {
             for c in (0..dh).step_by(8) {
                 let sub = &mut out[c..c + 8];
@@ -173,10 +173,13 @@ fn weighted_values<L: Lanes>(
     }
 }
 
-/// [`weighted_values`] for heads of `DH` channels (8, 16 or 32): `DH / 8` vectors a key, the
-/// keys summed in two halves (one sum would wait on each multiply-add's latency).
+/// [`weighted_values`] for heads of `8 G` channels (8, 16 or 32): `G` vectors a key, the
+/// even and odd files of each rank summed apart (one sum would wait on each multiply-add's
+/// latency). The two sums are separate locals, never one array indexed by the key's parity:
+/// that form kept them in memory, and the store and reload on every key made this loop a
+/// quarter of the tiny net's pass.
 #[inline(always)]
-fn weighted_groups<L: Lanes, const DH: usize>(
+fn weighted_groups<L: Lanes, const G: usize>(
     out: &mut [f32],
     a: &[f32],
     values: &[f32],
@@ -184,33 +187,40 @@ fn weighted_groups<L: Lanes, const DH: usize>(
     rv: Option<&[f32]>,
     base: usize,
 ) {
-    const { assert!(DH % 8 == 0 && DH <= 32) };
-    let (dh, groups) = (DH, DH / 8);
-    let mut even = [L::zero(); 4];
-    let mut odd = [L::zero(); 4];
-    for (j, &w) in a[..64].iter().enumerate() {
+    const { assert!(G >= 1 && G <= 4) };
+    let dh = 8 * G;
+    let mut even = [L::zero(); G];
+    let mut odd = [L::zero(); G];
+    // One key: `acc += w (v + r)` over the groups (`r` the key's table row, if any).
+    #[inline(always)]
+    fn step<L: Lanes, const G: usize>(acc: &mut [L; G], w: f32, v: &[f32], r: Option<&[f32]>) {
         let w = L::splat(w);
-        let v: &[f32; DH] = (&values[j * stride..j * stride + dh])
-            .try_into()
-            .expect("a value row");
-        let acc = if j % 2 == 0 { &mut even } else { &mut odd };
-        match rv {
-            Some(rv) => {
-                let b = base + 15 * (j / 8) + j % 8;
-                let r: &[f32; DH] = (&rv[b * dh..b * dh + dh]).try_into().expect("a table row");
-                for g in 0..groups {
-                    let x = L::load(&v[8 * g..]).add(L::load(&r[8 * g..]));
-                    acc[g] = acc[g].mul_add(w, x);
-                }
+        for g in 0..G {
+            let mut x = L::load(&v[8 * g..]);
+            if let Some(r) = r {
+                x = x.add(L::load(&r[8 * g..]));
             }
-            None => {
-                for g in 0..groups {
-                    acc[g] = acc[g].mul_add(w, L::load(&v[8 * g..]));
-                }
-            }
+            acc[g] = acc[g].mul_add(w, x);
         }
     }
-    for g in 0..groups {
+    for rank in 0..8 {
+        // The rank's eight keys read eight consecutive table rows.
+        let rows = rv.map(|rv| {
+            let first = (base + 15 * rank) * dh;
+            &rv[first..first + 8 * dh]
+        });
+        for file in (0..8).step_by(2) {
+            let j = 8 * rank + file;
+            let (v0, v1) = (&values[j * stride..], &values[(j + 1) * stride..]);
+            let (r0, r1) = match rows {
+                Some(r) => (Some(&r[file * dh..]), Some(&r[(file + 1) * dh..])),
+                None => (None, None),
+            };
+            step::<L, G>(&mut even, a[j], v0, r0);
+            step::<L, G>(&mut odd, a[j + 1], v1, r1);
+        }
+    }
+    for g in 0..G {
         even[g].add(odd[g]).store(&mut out[8 * g..]);
     }
 }
