@@ -203,21 +203,27 @@ fn weighted_groups<L: Lanes, const G: usize>(
             acc[g] = acc[g].mul_add(w, x);
         }
     }
-    for rank in 0..8 {
-        // The rank's eight keys read eight consecutive table rows.
-        let rows = rv.map(|rv| {
-            let first = (base + 15 * rank) * dh;
-            &rv[first..first + 8 * dh]
-        });
-        for file in (0..8).step_by(2) {
-            let j = 8 * rank + file;
-            let (v0, v1) = (&values[j * stride..], &values[(j + 1) * stride..]);
-            let (r0, r1) = match rows {
-                Some(r) => (Some(&r[file * dh..]), Some(&r[(file + 1) * dh..])),
-                None => (None, None),
-            };
-            step::<L, G>(&mut even, a[j], v0, r0);
-            step::<L, G>(&mut odd, a[j + 1], v1, r1);
+    // Two loops, with and without tables, so that neither tests for them on every key.
+    match rv {
+        Some(rv) => {
+            for rank in 0..8 {
+                // The rank's eight keys read eight consecutive table rows.
+                let first = (base + 15 * rank) * dh;
+                let rows = &rv[first..first + 8 * dh];
+                for file in (0..8).step_by(2) {
+                    let j = 8 * rank + file;
+                    let r = &rows[file * dh..];
+                    step::<L, G>(&mut even, a[j], &values[j * stride..], Some(r));
+                    let r = &rows[(file + 1) * dh..];
+                    step::<L, G>(&mut odd, a[j + 1], &values[(j + 1) * stride..], Some(r));
+                }
+            }
+        }
+        None => {
+            for j in (0..64).step_by(2) {
+                step::<L, G>(&mut even, a[j], &values[j * stride..], None);
+                step::<L, G>(&mut odd, a[j + 1], &values[(j + 1) * stride..], None);
+            }
         }
     }
     for g in 0..G {
