@@ -510,7 +510,7 @@ fn objects(
     keys.into_iter()
         .filter_map(|k| {
             let bytes = store.get(&k).unwrap()?;
-            let time = store.modified(&k).unwrap()?;
+            let time = store.head(&k).unwrap()?.modified;
             Some((k, (bytes, time)))
         })
         .collect()

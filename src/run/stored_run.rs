@@ -228,7 +228,7 @@ impl StoredRun {
                 self.pull_net(g)?;
                 // The ladder's time axis reads when each net was published: the object's
                 // time, not the download's.
-                if let Some(t) = self.store.modified(&key)? {
+                if let Some(t) = self.store.head(&key)?.map(|o| o.modified) {
                     let path = self.dir.net(g);
                     std::fs::File::options()
                         .write(true)
@@ -498,6 +498,10 @@ impl StoredRun {
         for key in self.store.list_after("teacher", None)? {
             let path = self.dir.root().join(&key);
             let local = std::fs::metadata(&path).map_or(0, |m| m.len());
+            // Label files only grow: one no longer than the local copy is not downloaded.
+            if self.store.head(&key)?.is_none_or(|o| o.size <= local) {
+                continue;
+            }
             let Some(bytes) = self.store.get(&key)? else {
                 continue;
             };

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use crate::lease::{Lease, LeaseInner};
-use crate::{RunStore, StoreError};
+use crate::{ObjectInfo, RunStore, StoreError};
 
 /// Whether this trainer may write now: the lease's expiry as of its last renewal, and why it
 /// was lost if a renewal found it taken over. Shared between the thread that renews the lease
@@ -133,8 +133,8 @@ impl RunStore for FencedStore {
         self.inner.get(key)
     }
 
-    fn modified(&self, key: &str) -> Result<Option<SystemTime>, StoreError> {
-        self.inner.modified(key)
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        self.inner.head(key)
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError> {

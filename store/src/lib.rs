@@ -108,6 +108,15 @@ impl StoreError {
     }
 }
 
+/// What [`RunStore::head`] tells of an object without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// When it was last written (to the second on S3).
+    pub modified: std::time::SystemTime,
+    /// Its length in bytes.
+    pub size: u64,
+}
+
 /// What a training run stores, wherever it lives. Keys are relative, `/`-separated paths
 /// of plain names (see [`check_key`]); listing returns them in ascending byte order.
 pub trait RunStore: Send + Sync + std::fmt::Debug {
@@ -117,8 +126,9 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
     /// The object at `key`, or `None` if there is none.
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
 
-    /// When the object at `key` was last written, or `None` if there is none.
-    fn modified(&self, key: &str) -> Result<Option<std::time::SystemTime>, StoreError>;
+    /// When the object at `key` was last written and its length, without reading it, or
+    /// `None` if there is none.
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError>;
 
     /// Writes the object at `key`, replacing any; readers see the old or the new bytes.
     fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError>;

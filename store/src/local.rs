@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use cfzero_fsutil::{is_temporary, temporary_path, write_file_atomically};
 
 use crate::lease::{Lease, LeaseInner};
-use crate::{RunStore, StoreError, check_key};
+use crate::{ObjectInfo, RunStore, StoreError, check_key};
 
 /// The file whose OS lock is the trainer lease, with the holder's name inside.
 pub const LOCK_FILE: &str = "trainer.lock";
@@ -117,10 +117,16 @@ impl RunStore for LocalStore {
         }
     }
 
-    fn modified(&self, key: &str) -> Result<Option<SystemTime>, StoreError> {
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
         let path = self.path(key)?;
-        match std::fs::metadata(&path).and_then(|m| m.modified()) {
-            Ok(t) => Ok(Some(t)),
+        let info = std::fs::metadata(&path).and_then(|m| {
+            Ok(ObjectInfo {
+                modified: m.modified()?,
+                size: m.len(),
+            })
+        });
+        match info {
+            Ok(info) => Ok(Some(info)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Self::io(&path)(e)),
         }

@@ -26,7 +26,7 @@ use object_store::{
 use url::Url;
 
 use crate::lease::{Lease, LeaseInner, LeaseRecord};
-use crate::{RunStore, StoreError, check_key};
+use crate::{ObjectInfo, RunStore, StoreError, check_key};
 
 /// The lease object's key.
 pub const LEASE_KEY: &str = "trainer.lease";
@@ -396,10 +396,13 @@ impl RunStore for ObjectRunStore {
         }
     }
 
-    fn modified(&self, key: &str) -> Result<Option<SystemTime>, StoreError> {
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
         let path = self.path(key)?;
         match self.run(None, self.store.head(&path)) {
-            Ok(meta) => Ok(Some(meta.last_modified.into())),
+            Ok(meta) => Ok(Some(ObjectInfo {
+                modified: meta.last_modified.into(),
+                size: meta.size,
+            })),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.backend(key, &e)),
         }
