@@ -76,7 +76,12 @@ fn differences(a: &BackendOutputs, b: &BackendOutputs) -> (f32, f32, f32) {
 
 /// The native backend agrees with libtorch on `net` at batches 1, 33 and 256.
 fn agrees_with_libtorch(name: &str, net: Net, batches: &[usize]) {
-    let mut native = NativeBackend::from_net(&net, 256).unwrap();
+    let native = NativeBackend::from_net(&net, 256).unwrap();
+    agrees_on(name, native, net, batches);
+}
+
+/// `native` agrees with libtorch serving `net` at `batches`.
+fn agrees_on(name: &str, mut native: NativeBackend, net: Net, batches: &[usize]) {
     let mut tch = TchBackend::new(net, Kind::Float, 256);
     for &n in batches {
         let inputs = positions(n, n as u64);
@@ -99,6 +104,17 @@ fn agrees_with_libtorch(name: &str, net: Net, batches: &[usize]) {
 fn native_agrees_with_libtorch_on_the_small_presets() {
     for name in ["micro", "tiny", "lc0-bt-tiny"] {
         agrees_with_libtorch(name, perturbed(name, 7, 0.05), &[1, 33, 256]);
+    }
+}
+
+/// The portable lanes (what a CPU without AVX2 runs) on every head width of the presets:
+/// 8 (micro), 16 (tiny, lc0-bt-tiny) and 32 (cf6m).
+#[test]
+fn native_on_portable_lanes_agrees_with_libtorch() {
+    for (name, seed) in [("micro", 7), ("tiny", 7), ("lc0-bt-tiny", 7), ("cf6m", 8)] {
+        let net = perturbed(name, seed, if name == "cf6m" { 0.02 } else { 0.05 });
+        let native = NativeBackend::from_net(&net, 256).unwrap().portable();
+        agrees_on(&format!("{name} (portable)"), native, net, &[1, 33]);
     }
 }
 

@@ -71,22 +71,33 @@ fn logits<L: Lanes>(
     tables: Option<(&[f32], &[f32], &[f32])>,
     bias: Option<&[f32]>,
 ) {
+    assert!(keys_t.len() >= d_head * 64);
     for i in 0..64 {
         let q = &queries[i * stride..i * stride + d_head];
         let mut acc = [L::zero(); 8];
         match tables {
             Some((rq_t, rk_t, table_bias)) => {
                 let base = window_base(i);
+                // Channel `t`'s windows start at `t * BUCKETS + base` and reach
+                // `WINDOW_SPAN` values; checked once here rather than on every channel (the
+                // per-channel checks were a fifth of this loop's instructions).
+                let end = (d_head - 1) * BUCKETS + base + WINDOW_SPAN;
+                assert!(d_head == 0 || (rq_t.len() >= end && rk_t.len() >= end));
+                let (k, rq, rk) = (keys_t.as_ptr(), rq_t.as_ptr(), rk_t.as_ptr());
                 for (t, &x) in q.iter().enumerate() {
                     let x = L::splat(x);
-                    let k = &keys_t[t * 64..t * 64 + 64];
-                    let rq = &rq_t[t * BUCKETS + base..t * BUCKETS + base + WINDOW_SPAN];
-                    let rk = &rk_t[t * BUCKETS + base..t * BUCKETS + base + WINDOW_SPAN];
                     for (rank, a) in acc.iter_mut().enumerate() {
-                        let kv = L::load(&k[rank * 8..]);
-                        *a = a
-                            .mul_add(x, kv.add(L::load(&rq[rank * 15..])))
-                            .mul_add(kv, L::load(&rk[rank * 15..]));
+                        // SAFETY: `t < d_head`, so the key row `t * 64 + 8 rank + 8 <= 64
+                        // d_head` and the window loads `t * BUCKETS + base + 15 rank + 8 <=
+                        // end` stay inside the slices (asserted above).
+                        let (kv, rqv, rkv) = unsafe {
+                            (
+                                L::load_ptr(k.add(t * 64 + rank * 8)),
+                                L::load_ptr(rq.add(t * BUCKETS + base + rank * 15)),
+                                L::load_ptr(rk.add(t * BUCKETS + base + rank * 15)),
+                            )
+                        };
+                        *a = a.mul_add(x, kv.add(rqv)).mul_add(kv, rkv);
                     }
                 }
                 let b = &table_bias[i * 64..i * 64 + 64];
@@ -177,7 +188,9 @@ fn weighted_values<L: Lanes>(
 /// even and odd files of each rank summed apart (one sum would wait on each multiply-add's
 /// latency). The two sums are separate locals, never one array indexed by the key's parity:
 /// that form kept them in memory, and the store and reload on every key made this loop a
-/// quarter of the tiny net's pass.
+/// quarter of the tiny net's pass. The ranges the keys reach are checked once, before the
+/// loop: checked slices and loads put two compares and branches beside every load, and
+/// the loop ran at about 22 instructions a key where it needs eight.
 #[inline(always)]
 fn weighted_groups<L: Lanes, const G: usize>(
     out: &mut [f32],
@@ -189,40 +202,59 @@ fn weighted_groups<L: Lanes, const G: usize>(
 ) {
     const { assert!(G >= 1 && G <= 4) };
     let dh = 8 * G;
+    assert!(a.len() >= 64 && out.len() >= dh && stride >= dh);
+    assert!(values.len() >= 63 * stride + dh);
     let mut even = [L::zero(); G];
     let mut odd = [L::zero(); G];
     // One key: `acc += w (v + r)` over the groups (`r` the key's table row, if any).
+    //
+    // SAFETY (callers): `v` and `r`, where given, point at `dh` readable values.
     #[inline(always)]
-    fn step<L: Lanes, const G: usize>(acc: &mut [L; G], w: f32, v: &[f32], r: Option<&[f32]>) {
+    unsafe fn step<L: Lanes, const G: usize>(
+        acc: &mut [L; G],
+        w: f32,
+        v: *const f32,
+        r: Option<*const f32>,
+    ) {
         let w = L::splat(w);
-        for g in 0..G {
-            let mut x = L::load(&v[8 * g..]);
+        for (g, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: `8 g + 8 <= dh`, inside the caller's promise.
+            let mut x = unsafe { L::load_ptr(v.add(8 * g)) };
             if let Some(r) = r {
-                x = x.add(L::load(&r[8 * g..]));
+                x = x.add(unsafe { L::load_ptr(r.add(8 * g)) });
             }
-            acc[g] = acc[g].mul_add(w, x);
+            *acc = acc.mul_add(w, x);
         }
     }
+    // Key `j`'s row; read only for `j <= 63`, inside `values` (asserted above).
+    let v = |j: usize| values.as_ptr().wrapping_add(j * stride);
     // Two loops, with and without tables, so that neither tests for them on every key.
     match rv {
         Some(rv) => {
+            // The last rank's rows end at `base + 15 * 7 + 8` rows.
+            assert!(rv.len() >= (base + 15 * 7 + 8) * dh);
             for rank in 0..8 {
                 // The rank's eight keys read eight consecutive table rows.
-                let first = (base + 15 * rank) * dh;
-                let rows = &rv[first..first + 8 * dh];
+                let rows = rv[(base + 15 * rank) * dh..].as_ptr();
                 for file in (0..8).step_by(2) {
                     let j = 8 * rank + file;
-                    let r = &rows[file * dh..];
-                    step::<L, G>(&mut even, a[j], &values[j * stride..], Some(r));
-                    let r = &rows[(file + 1) * dh..];
-                    step::<L, G>(&mut odd, a[j + 1], &values[(j + 1) * stride..], Some(r));
+                    // SAFETY: key `j + 1 <= 63` starts at most `63 stride` into `values`
+                    // and row `file + 1 <= 7` inside the rank's eight, both asserted above.
+                    unsafe {
+                        let r = rows.add(file * dh);
+                        step::<L, G>(&mut even, a[j], v(j), Some(r));
+                        step::<L, G>(&mut odd, a[j + 1], v(j + 1), Some(r.add(dh)));
+                    }
                 }
             }
         }
         None => {
             for j in (0..64).step_by(2) {
-                step::<L, G>(&mut even, a[j], &values[j * stride..], None);
-                step::<L, G>(&mut odd, a[j + 1], &values[(j + 1) * stride..], None);
+                // SAFETY: key `j + 1 <= 63`, asserted above.
+                unsafe {
+                    step::<L, G>(&mut even, a[j], v(j), None);
+                    step::<L, G>(&mut odd, a[j + 1], v(j + 1), None);
+                }
             }
         }
     }

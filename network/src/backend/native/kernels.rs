@@ -222,7 +222,7 @@ pub fn norm_row(row: &mut [f32], norm: &RowNorm, eps: f32) {
     let d = row.len() as f32;
     match norm {
         RowNorm::Rms { gain } => {
-            let ms = sum(row.iter().map(|v| v * v)) / d;
+            let ms = sum(row, |v| v * v) / d;
             let s = 1.0 / (ms + eps).sqrt();
             for (v, g) in row.iter_mut().zip(gain) {
                 *v = *v * s * g;
@@ -238,8 +238,8 @@ pub fn norm_row(row: &mut [f32], norm: &RowNorm, eps: f32) {
 #[inline(always)]
 pub fn layer_norm_row(row: &mut [f32], gain: &[f32], bias: &[f32], eps: f32) {
     let d = row.len() as f32;
-    let mean = sum(row.iter().copied()) / d;
-    let var = sum(row.iter().map(|v| (v - mean) * (v - mean))) / d;
+    let mean = sum(row, |v| v) / d;
+    let var = sum(row, |v| (v - mean) * (v - mean)) / d;
     let s = 1.0 / (var + eps).sqrt();
     for ((v, g), b) in row.iter_mut().zip(gain).zip(bias) {
         *v = (*v - mean) * s * g + b;
@@ -259,12 +259,22 @@ pub fn residual_norm(x: &mut [f32], y: &[f32], bias: &[f32], alpha: f32, norm: &
     }
 }
 
-/// A sum in eight lanes, so that it vectorises without reassociating the caller's loop.
+/// `sum f(v)` over `values` in eight lanes (value `i` into lane `i % 8`), so that it
+/// vectorises without reassociating the caller's loop. Walked in whole chunks of eight: an
+/// index loop with `i % 8` compiled to one scalar add through memory per value, which made
+/// the norms 8% of the native pass.
 #[inline(always)]
-pub fn sum(values: impl Iterator<Item = f32>) -> f32 {
+pub fn sum(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     let mut lanes = [0f32; 8];
-    for (i, v) in values.enumerate() {
-        lanes[i % 8] += v;
+    let chunks = values.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (lane, &v) in lanes.iter_mut().zip(c) {
+            *lane += f(v);
+        }
+    }
+    for (lane, &v) in lanes.iter_mut().zip(rest) {
+        *lane += f(v);
     }
     lanes.iter().sum()
 }
@@ -282,7 +292,7 @@ pub fn softmax_row(row: &mut [f32]) {
     for v in row.iter_mut() {
         *v = exp(*v - max);
     }
-    let inv = 1.0 / sum(row.iter().copied());
+    let inv = 1.0 / sum(row, |v| v);
     for v in row.iter_mut() {
         *v *= inv;
     }

@@ -147,6 +147,14 @@ impl NativeBackend {
         NativeBackend::new(&net.config, &weights, max_batch)
     }
 
+    /// The same backend on the portable lanes (plain arrays) even where the CPU has AVX2:
+    /// so that tests on an x86 machine check the variant other CPUs run, and to rule the
+    /// SIMD variant in or out when hunting a difference.
+    pub fn portable(mut self) -> NativeBackend {
+        self.avx2 = false;
+        self
+    }
+
     /// Positions per block.
     pub fn block(&self) -> usize {
         self.block

@@ -11,6 +11,12 @@ pub trait Lanes: Copy {
     fn splat(x: f32) -> Self;
     /// The first eight values of `s` (which must hold eight).
     fn load(s: &[f32]) -> Self;
+    /// The eight values from `p` on, unchecked: for the innermost loops, whose callers check
+    /// the whole range they reach once instead of each load.
+    ///
+    /// # Safety
+    /// `p` must point at eight readable `f32`s.
+    unsafe fn load_ptr(p: *const f32) -> Self;
     /// Writes the lanes to the first eight values of `s`.
     fn store(self, s: &mut [f32]);
     /// `self + a * b`.
@@ -54,6 +60,11 @@ impl Lanes for Portable {
     #[inline(always)]
     fn load(s: &[f32]) -> Self {
         Portable(s[..8].try_into().expect("eight values"))
+    }
+    #[inline(always)]
+    unsafe fn load_ptr(p: *const f32) -> Self {
+        // SAFETY: the caller's promise of eight readable values.
+        Portable(unsafe { std::ptr::read_unaligned(p as *const [f32; 8]) })
     }
     #[inline(always)]
     fn store(self, s: &mut [f32]) {
@@ -127,6 +138,11 @@ impl Lanes for Avx2 {
     fn load(s: &[f32]) -> Self {
         assert!(s.len() >= 8);
         unsafe { Avx2(std::arch::x86_64::_mm256_loadu_ps(s.as_ptr())) }
+    }
+    #[inline(always)]
+    unsafe fn load_ptr(p: *const f32) -> Self {
+        // SAFETY: the caller's promise of eight readable values.
+        unsafe { Avx2(std::arch::x86_64::_mm256_loadu_ps(p)) }
     }
     #[inline(always)]
     fn store(self, s: &mut [f32]) {
