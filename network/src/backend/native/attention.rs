@@ -71,48 +71,56 @@ fn logits<L: Lanes>(
     tables: Option<(&[f32], &[f32], &[f32])>,
     bias: Option<&[f32]>,
 ) {
-    assert!(keys_t.len() >= d_head * 64);
-    for i in 0..64 {
-        let q = &queries[i * stride..i * stride + d_head];
-        let mut acc = [L::zero(); 8];
-        match tables {
-            Some((rq_t, rk_t, table_bias)) => {
-                let base = window_base(i);
-                // Channel `t`'s windows start at `t * BUCKETS + base` and reach
-                // `WINDOW_SPAN` values; checked once here rather than on every channel (the
-                // per-channel checks were a fifth of this loop's instructions).
-                let end = (d_head - 1) * BUCKETS + base + WINDOW_SPAN;
-                assert!(d_head == 0 || (rq_t.len() >= end && rk_t.len() >= end));
-                let (k, rq, rk) = (keys_t.as_ptr(), rq_t.as_ptr(), rk_t.as_ptr());
-                for (t, &x) in q.iter().enumerate() {
-                    let x = L::splat(x);
-                    for (rank, a) in acc.iter_mut().enumerate() {
-                        // SAFETY: `t < d_head`, so the key row `t * 64 + 8 rank + 8 <= 64
-                        // d_head` and the window loads `t * BUCKETS + base + 15 rank + 8 <=
-                        // end` stay inside the slices (asserted above).
-                        let (kv, rqv, rkv) = unsafe {
-                            (
-                                L::load_ptr(k.add(t * 64 + rank * 8)),
-                                L::load_ptr(rq.add(t * BUCKETS + base + rank * 15)),
-                                L::load_ptr(rk.add(t * BUCKETS + base + rank * 15)),
-                            )
+    assert!(keys_t.len() >= d_head * 64 && logits.len() >= 4096);
+    assert!(queries.len() >= 63 * stride + d_head);
+    let query = |i: usize| &queries[i * stride..i * stride + d_head];
+    match tables {
+        Some((rq_t, rk_t, _)) => {
+            // Every window starts at `t * BUCKETS + base` with `base <= window_base(0)`
+            // and reaches `WINDOW_SPAN` values: checked once here rather than on every
+            // channel (the per-channel checks were a fifth of the loop's instructions).
+            let end = (d_head.max(1) - 1) * BUCKETS + window_base(0) + WINDOW_SPAN;
+            assert!(rq_t.len() >= end && rk_t.len() >= end);
+            for file in 0..8 {
+                for rank in (0..8).step_by(2) {
+                    let i = 8 * rank + file;
+                    let (q0, q1) = (query(i), query(i + 8));
+                    for ranks in (0..8).step_by(2) {
+                        // SAFETY: the ranges were asserted above (see `shaw_pair`).
+                        let (a0, a1) = unsafe {
+                            shaw_pair::<L>(q0, q1, keys_t.as_ptr(), (rq_t, rk_t), i, ranks)
                         };
-                        *a = a.mul_add(x, kv.add(rqv)).mul_add(kv, rkv);
+                        for u in 0..2 {
+                            a0[u].store(&mut logits[i * 64 + 8 * (ranks + u)..]);
+                            a1[u].store(&mut logits[(i + 8) * 64 + 8 * (ranks + u)..]);
+                        }
                     }
                 }
-                let b = &table_bias[i * 64..i * 64 + 64];
-                for (rank, a) in acc.iter_mut().enumerate() {
-                    *a = a.add(L::load(&b[rank * 8..]));
-                }
             }
-            None => {
-                for (t, &x) in q.iter().enumerate() {
+        }
+        None => {
+            for i in 0..64 {
+                let mut acc = [L::zero(); 8];
+                for (t, &x) in query(i).iter().enumerate() {
                     let x = L::splat(x);
                     let k = &keys_t[t * 64..t * 64 + 64];
                     for (rank, a) in acc.iter_mut().enumerate() {
                         *a = a.mul_add(x, L::load(&k[rank * 8..]));
                     }
                 }
+                for (rank, a) in acc.iter().enumerate() {
+                    a.store(&mut logits[i * 64 + rank * 8..]);
+                }
+            }
+        }
+    }
+    for i in 0..64 {
+        let row = &mut logits[i * 64..i * 64 + 64];
+        let mut acc: [L; 8] = std::array::from_fn(|rank| L::load(&row[rank * 8..]));
+        if let Some((_, _, table_bias)) = tables {
+            let b = &table_bias[i * 64..i * 64 + 64];
+            for (rank, a) in acc.iter_mut().enumerate() {
+                *a = a.add(L::load(&b[rank * 8..]));
             }
         }
         if let Some(b) = bias {
@@ -130,11 +138,71 @@ fn logits<L: Lanes>(
             total = total.add(*a);
         }
         let inv = L::splat(1.0 / total.sum());
-        let row = &mut logits[i * 64..i * 64 + 64];
         for (rank, a) in acc.iter().enumerate() {
             a.mul(inv).store(&mut row[rank * 8..]);
         }
     }
+}
+
+/// The Shaw logits `q_i . (k_j + rq[b]) + k_j . rk[b]` (`b = bucket(i, j)`) of two queries
+/// of one file, `i` and `i + 8` (the next rank), against the keys of ranks `ranks` and
+/// `ranks + 1`: two vectors of eight keys each.
+///
+/// The pair shares its loads. Query `i + 8`'s window base is query `i`'s less one rank of
+/// the grid (`15`), so its window for key rank `R` is query `i`'s for rank `R - 1`: the two
+/// queries' four windows are three distinct loads per table, and each key vector serves
+/// both (10 loads per channel for four vectors of logits, where one query at a time needs
+/// 12.5). The two terms are summed apart (`q (k + rq)` and `k rk`), so that each of the
+/// eight sums waits on one multiply-add a channel, not two, and all of them stay in
+/// registers: with one sum for both terms the loop either waits on the chain or, with
+/// more key ranks at a time, spills sums to the stack.
+///
+/// # Safety
+/// `i`'s rank is at most 6; `keys` holds `64 q0.len()` values; the tables hold
+/// `(q0.len() - 1) * BUCKETS + window_base(0) + WINDOW_SPAN`; `q1` is as long as `q0`.
+#[inline(always)]
+unsafe fn shaw_pair<L: Lanes>(
+    q0: &[f32],
+    q1: &[f32],
+    keys: *const f32,
+    (rq, rk): (&[f32], &[f32]),
+    i: usize,
+    ranks: usize,
+) -> ([L; 2], [L; 2]) {
+    // Window `w` (0..3) of the pair starts at `base1 + 15 (ranks + w)`, `base1` being query
+    // `i + 8`'s base: it is query `i + 8`'s for key rank `ranks + w` and query `i`'s for
+    // key rank `ranks + w - 1`.
+    let base1 = window_base(i + 8);
+    let (mut q_0, mut q_1) = ([L::zero(); 2], [L::zero(); 2]);
+    let (mut k_0, mut k_1) = ([L::zero(); 2], [L::zero(); 2]);
+    for (t, (&x0, &x1)) in q0.iter().zip(q1).enumerate() {
+        let (x0, x1) = (L::splat(x0), L::splat(x1));
+        let first = t * BUCKETS + base1 + 15 * ranks;
+        // SAFETY: key row `t * 64 + 8 ranks + 8 u + 8 <= 64 (t + 1)`; windows from `first`
+        // up to `t * BUCKETS + base1 + 15 (ranks + 2) + 8 <= t * BUCKETS + window_base(i)
+        // + WINDOW_SPAN`, inside the caller's bounds.
+        unsafe {
+            let kv: [L; 2] =
+                std::array::from_fn(|u| L::load_ptr(keys.add(t * 64 + 8 * (ranks + u))));
+            for w in 0..3 {
+                let rqv = L::load_ptr(rq.as_ptr().add(first + 15 * w));
+                let rkv = L::load_ptr(rk.as_ptr().add(first + 15 * w));
+                if w >= 1 {
+                    let u = w - 1;
+                    q_0[u] = q_0[u].mul_add(x0, kv[u].add(rqv));
+                    k_0[u] = k_0[u].mul_add(kv[u], rkv);
+                }
+                if w <= 1 {
+                    q_1[w] = q_1[w].mul_add(x1, kv[w].add(rqv));
+                    k_1[w] = k_1[w].mul_add(kv[w], rkv);
+                }
+            }
+        }
+    }
+    (
+        std::array::from_fn(|u| q_0[u].add(k_0[u])),
+        std::array::from_fn(|u| q_1[u].add(k_1[u])),
+    )
 }
 
 /// One query's output `sum_j a_j (v_j + rv[bucket(i, j)])` (without `rv` when `rv` is none)
