@@ -122,9 +122,11 @@ pub fn run(learn: &LearnArgs) -> Result<()> {
             Some(t) => Some(teacher_phase::offer_and_mix_in(&mut session, t, next)?),
             None => None,
         };
+        let held = teacher_phase::hold_while_training(teacher.as_ref(), &session);
         let Some(lp) = session.train_and_publish(&stop)? else {
             break;
         };
+        drop(held);
         let teacher_text = match (&teacher, labels) {
             (Some(t), Some(labels)) => teacher_phase::log(&mut session, t, labels, next)?,
             _ => String::new(),

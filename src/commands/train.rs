@@ -127,9 +127,11 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
             None => None,
         };
 
+        let held = teacher_phase::hold_while_training(teacher.as_ref(), &session);
         let Some(lp) = session.train_and_publish(&stop)? else {
             break;
         };
+        drop(held);
         outcome.train_steps += lp.steps;
         let teacher_text = match (&teacher, labels) {
             (Some(t), Some(labels)) => teacher_phase::log(&mut session, t, labels, next)?,

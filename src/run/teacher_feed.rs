@@ -6,6 +6,11 @@
 //! Self-play never waits for the engines: positions go into a queue, the newest first to the
 //! engines, and when the engines fall behind by more than [`MAX_BACKLOG`] positions the oldest
 //! queued ones are dropped (counted).
+//! While the trainer trains on the CPU the feed is held ([`TeacherFeed::pause`]): no new
+//! position goes to the engines until training ends, so an engine never takes a core from
+//! libtorch's training threads, which slow far more than self-play does when a core is taken
+//! (a teacher busy through training took the tiny net's training from about 330 to 56
+//! samples/s; BENCHMARKS.md, "A teacher during self-play").
 //! Labels are appended as they come (one framed entry each, as `cfzero label` writes them), so a
 //! trainer killed at any point keeps every whole label; a resumed run appends to the newest
 //! file when the teacher's settings are the same and starts a new file when they changed.
@@ -69,6 +74,7 @@ pub struct TeacherFeed {
     stats: Arc<Mutex<FeedStats>>,
     failed: Arc<Mutex<Option<String>>>,
     stop: Arc<AtomicBool>,
+    paused: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     dir: PathBuf,
     share: f64,
@@ -143,8 +149,10 @@ impl TeacherFeed {
         let stats = Arc::new(Mutex::new(FeedStats::default()));
         let failed = Arc::new(Mutex::new(None));
         let stop = Arc::new(AtomicBool::new(false));
+        let paused = Arc::new(AtomicBool::new(false));
         let thread = {
-            let (stats, failed, stop) = (stats.clone(), failed.clone(), stop.clone());
+            let (stats, failed) = (stats.clone(), failed.clone());
+            let (stop, paused) = (stop.clone(), paused.clone());
             let in_flight = processes * IN_FLIGHT_PER_PROCESS;
             std::thread::Builder::new()
                 .name("teacher".into())
@@ -159,7 +167,7 @@ impl TeacherFeed {
                         stats,
                         started: Instant::now(),
                     };
-                    if let Err(e) = feeder.run(&stop) {
+                    if let Err(e) = feeder.run(&stop, &paused) {
                         eprintln!("warning: the teacher stopped: {e:#}; training goes on with the labels written so far");
                         *failed.lock().expect("never poisoned") = Some(format!("{e:#}"));
                     }
@@ -171,6 +179,7 @@ impl TeacherFeed {
             stats,
             failed,
             stop,
+            paused,
             thread: Some(thread),
             dir: dir.to_owned(),
             share,
@@ -214,6 +223,13 @@ impl TeacherFeed {
         }
     }
 
+    /// Holds the feed until the returned guard is dropped: the engines finish the positions
+    /// they have (a few per process) and get no new one; positions offered meanwhile wait.
+    pub fn pause(&self) -> PausedFeed<'_> {
+        self.paused.store(true, Ordering::Relaxed);
+        PausedFeed { feed: self }
+    }
+
     /// What the teacher has done so far.
     pub fn stats(&self) -> FeedStats {
         *self.stats.lock().expect("never poisoned")
@@ -223,6 +239,18 @@ impl TeacherFeed {
     /// written).
     pub fn failed(&self) -> Option<String> {
         self.failed.lock().expect("never poisoned").clone()
+    }
+}
+
+/// A held [`TeacherFeed`]; dropping it lets the engines go on.
+#[derive(Debug)]
+pub struct PausedFeed<'a> {
+    feed: &'a TeacherFeed,
+}
+
+impl Drop for PausedFeed<'_> {
+    fn drop(&mut self) {
+        self.feed.paused.store(false, Ordering::Relaxed);
     }
 }
 
@@ -277,8 +305,9 @@ struct Feeder {
 }
 
 impl Feeder {
-    /// Feeds the engines and writes their labels until `stop` (then drops what waits).
-    fn run(&mut self, stop: &AtomicBool) -> Result<()> {
+    /// Feeds the engines and writes their labels until `stop` (then drops what waits);
+    /// while `paused`, hands them nothing new.
+    fn run(&mut self, stop: &AtomicBool, paused: &AtomicBool) -> Result<()> {
         let mut last_sync = Instant::now();
         while !stop.load(Ordering::Relaxed) {
             let mut dropped = 0;
@@ -291,7 +320,7 @@ impl Feeder {
                 self.backlog.pop_front();
                 dropped += 1;
             }
-            while self.in_flight < self.max_in_flight {
+            while self.in_flight < self.max_in_flight && !paused.load(Ordering::Relaxed) {
                 let Some(job) = self.backlog.pop_back() else {
                     break;
                 };
@@ -330,5 +359,82 @@ impl Feeder {
         }
         self.writer.sync()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A feed of the project's scripted UCI engine (`tests/engines/scripted_uci.py`, which
+    /// values every legal move of any position by a fixed rule) writing under `dir`.
+    fn scripted_feed(dir: &Path) -> TeacherFeed {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let table = dir.join("table.json");
+        std::fs::write(&table, r#"{"*": {}}"#).unwrap();
+        let config = TeacherConfig {
+            engine: format!(
+                "/usr/bin/env SCRIPTED_UCI_TABLE={} {} {}",
+                table.display(),
+                root.join(".venv/bin/python").display(),
+                root.join("tests/engines/scripted_uci.py").display()
+            ),
+            nodes: 1,
+            ..TeacherConfig::default()
+        };
+        let engines = TeacherEngines::start(&config).unwrap();
+        TeacherFeed::start(engines, &dir.join("teacher"), 1).unwrap()
+    }
+
+    /// Waits up to `seconds` for `done` to hold of the feed's figures.
+    fn wait_for(feed: &TeacherFeed, seconds: u64, done: impl Fn(&FeedStats) -> bool) -> bool {
+        let until = Instant::now() + Duration::from_secs(seconds);
+        while Instant::now() < until {
+            if done(&feed.stats()) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    #[test]
+    fn a_held_feed_labels_nothing_until_the_guard_drops() {
+        let tmp = tempfile::tempdir().unwrap();
+        let feed = scripted_feed(tmp.path());
+        let fens = [
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
+            "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
+        ];
+        let jobs = |from: u64| -> Vec<Job> {
+            (from..)
+                .zip(fens)
+                .map(|(index, fen)| Job {
+                    index,
+                    fen: fen.to_owned(),
+                    plies_left: Some(10),
+                })
+                .collect()
+        };
+        // Unheld, the engine answers.
+        feed.jobs.as_ref().unwrap().send(jobs(0)).unwrap();
+        assert!(wait_for(&feed, 60, |s| s.labels == 3), "{:?}", feed.stats());
+        // Held, positions wait and nothing is labelled.
+        let held = feed.pause();
+        feed.jobs.as_ref().unwrap().send(jobs(3)).unwrap();
+        assert!(
+            wait_for(&feed, 10, |s| s.waiting == 3),
+            "{:?}",
+            feed.stats()
+        );
+        std::thread::sleep(Duration::from_secs(2));
+        let stats = feed.stats();
+        assert_eq!((stats.labels, stats.waiting), (3, 3), "{stats:?}");
+        // Let go, the engine takes them.
+        drop(held);
+        assert!(wait_for(&feed, 60, |s| s.labels == 6), "{:?}", feed.stats());
+        assert_eq!(feed.stats().waiting, 0);
+        assert!(feed.failed().is_none());
     }
 }

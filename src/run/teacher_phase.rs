@@ -13,7 +13,7 @@ use cfzero_trainer::source::teacher::{TeacherLimits, TeacherSource};
 
 use crate::run::learn_phase;
 use crate::run::session::{RunArgs, Session};
-use crate::run::teacher_feed::{TeacherEngines, TeacherFeed};
+use crate::run::teacher_feed::{PausedFeed, TeacherEngines, TeacherFeed};
 
 /// The teacher's engines when `args`' config (or `--teacher`) sets one, started: an engine
 /// that does not start is an error before the run is opened or anything written.
@@ -73,6 +73,18 @@ pub fn offer_and_mix_in(
         session.add_data_sources(Vec::new(), 1.0);
     }
     Ok(labels)
+}
+
+/// Holds the teacher (if any) while `session` trains on the CPU, until the guard drops
+/// (see [`TeacherFeed::pause`] and the module docs of `teacher_feed`); on a GPU the engines
+/// take nothing from training and go on.
+pub fn hold_while_training<'a>(
+    teacher: Option<&'a TeacherFeed>,
+    session: &Session,
+) -> Option<PausedFeed<'a>> {
+    teacher
+        .filter(|_| session.device == tch::Device::Cpu)
+        .map(TeacherFeed::pause)
 }
 
 /// Logs the teacher's figures of generation `g` to TensorBoard; the log line's part.
