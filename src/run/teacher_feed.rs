@@ -9,8 +9,8 @@
 //! While the trainer trains on the CPU the feed is held ([`TeacherFeed::pause`]): no new
 //! position goes to the engines until training ends, so an engine never takes a core from
 //! libtorch's training threads, which slow far more than self-play does when a core is taken
-//! (a teacher busy through training took the tiny net's training from about 330 to 56
-//! samples/s; BENCHMARKS.md, "A teacher during self-play").
+//! (a teacher busy through training took the tiny net's training from about 310-400 to
+//! 100-130 samples/s; BENCHMARKS.md, "A teacher during self-play").
 //! Labels are appended as they come (one framed entry each, as `cfzero label` writes them), so a
 //! trainer killed at any point keeps every whole label; a resumed run appends to the newest
 //! file when the teacher's settings are the same and starts a new file when they changed.
