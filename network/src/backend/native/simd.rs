@@ -10,7 +10,12 @@ pub trait Lanes: Copy {
     /// `x` in every lane.
     fn splat(x: f32) -> Self;
     /// The first eight values of `s` (which must hold eight).
-    fn load(s: &[f32]) -> Self;
+    #[inline(always)]
+    fn load(s: &[f32]) -> Self {
+        assert!(s.len() >= 8, "eight values");
+        // SAFETY: checked just above.
+        unsafe { Self::load_ptr(s.as_ptr()) }
+    }
     /// The eight values from `p` on, unchecked: for the innermost loops, whose callers check
     /// the whole range they reach once instead of each load.
     ///
@@ -56,10 +61,6 @@ impl Lanes for Portable {
     #[inline(always)]
     fn splat(x: f32) -> Self {
         Portable([x; 8])
-    }
-    #[inline(always)]
-    fn load(s: &[f32]) -> Self {
-        Portable(s[..8].try_into().expect("eight values"))
     }
     #[inline(always)]
     unsafe fn load_ptr(p: *const f32) -> Self {
@@ -133,11 +134,6 @@ impl Lanes for Avx2 {
     #[inline(always)]
     fn splat(x: f32) -> Self {
         unsafe { Avx2(std::arch::x86_64::_mm256_set1_ps(x)) }
-    }
-    #[inline(always)]
-    fn load(s: &[f32]) -> Self {
-        assert!(s.len() >= 8);
-        unsafe { Avx2(std::arch::x86_64::_mm256_loadu_ps(s.as_ptr())) }
     }
     #[inline(always)]
     unsafe fn load_ptr(p: *const f32) -> Self {
