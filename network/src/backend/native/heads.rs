@@ -11,7 +11,7 @@ use crate::encoding::{POLICY_SIZE, attention_gather};
 /// of the queen, rook and bishop (Lc0's semantics).
 #[inline(always)]
 pub fn policy_logits(c: &[f32], keys: &[f32], policy: &PolicyW, out: &mut [f32]) {
-    let dp = policy.q.d_out;
+    let dp = policy.q.d_out();
     // o[piece][to_file], pieces q, r, b, n.
     let mut o = [[0f32; 8]; 4];
     for (piece, row) in o.iter_mut().enumerate() {

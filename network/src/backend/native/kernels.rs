@@ -1,5 +1,5 @@
-//! The native backend's arithmetic: matrix products through the `gemm` crate and the fused
-//! element-wise kernels around them (bias + activation, residual + norm, softmax).
+//! The native backend's element-wise arithmetic around the products of `super::dense`:
+//! activations, residual + norm, softmax, and the `exp` they rest on.
 //!
 //! Every kernel here is `#[inline(always)]` and written as plain loops over slices, so that
 //! it is compiled into each instruction-set variant of the forward pass (see
@@ -7,80 +7,6 @@
 //! `exp`.
 
 use super::simd::Lanes;
-
-/// `dst[rows, n] = src[rows, k] * w[k, n]` (all row-major, `w` laid out input-major at load),
-/// or `dst += ...` with `accumulate`: `src` with the distance between its rows, the sizes as
-/// `(rows, k, n)`.
-#[inline(always)]
-pub fn matmul(
-    dst: &mut [f32],
-    src: (&[f32], usize),
-    w: &[f32],
-    (rows, k, n): (usize, usize, usize),
-    accumulate: bool,
-) {
-    assert!(n == 0 || w.len() >= k * n);
-    product(dst, src, (w, n, 1), (rows, k, n), 1.0, accumulate);
-}
-
-/// `dst[rows, n] = scale * a[rows, k] * b[n, k]^T`: `a` and `b` each with the distance
-/// between its rows (row `r` of `a` at `a[r * a_stride..]`), the sizes as `(rows, k, n)` (the
-/// policy's queries against its keys).
-#[inline(always)]
-pub fn matmul_nt(
-    dst: &mut [f32],
-    a: (&[f32], usize),
-    (b, b_stride): (&[f32], usize),
-    (rows, k, n): (usize, usize, usize),
-    scale: f32,
-) {
-    assert!(n == 0 || b.len() >= (n - 1) * b_stride + k);
-    product(dst, a, (b, 1, b_stride), (rows, k, n), scale, false);
-}
-
-/// `dst[rows, n] (+)= scale * lhs[rows, k] * rhs[k, n]` through `gemm` on one thread: `lhs`
-/// with its row stride, `rhs` with its row and column strides. The caller has checked
-/// that `rhs`'s strides stay inside it.
-#[inline(always)]
-fn product(
-    dst: &mut [f32],
-    (lhs, lhs_rs): (&[f32], usize),
-    (rhs, rhs_rs, rhs_cs): (&[f32], usize, usize),
-    (rows, k, n): (usize, usize, usize),
-    scale: f32,
-    accumulate: bool,
-) {
-    assert!(dst.len() >= rows * n);
-    assert!(rows == 0 || lhs.len() >= (rows - 1) * lhs_rs + k);
-    if rows == 0 || n == 0 {
-        return;
-    }
-    // SAFETY: the asserts here and in the callers bound every index the strides reach;
-    // `dst` does not overlap `lhs` or `rhs` (a mutable borrow beside shared ones).
-    unsafe {
-        gemm::gemm(
-            rows,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            accumulate,
-            lhs.as_ptr(),
-            1,
-            lhs_rs as isize,
-            rhs.as_ptr(),
-            rhs_cs as isize,
-            rhs_rs as isize,
-            1.0,
-            scale,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
-}
 
 /// The constants of [`exp`], shared with its vector form (`super::simd`).
 pub mod exp_constants {
@@ -125,15 +51,16 @@ pub fn exp(x: f32) -> f32 {
 
 /// Mish, `x tanh(softplus(x))`, written as `x n / (n + 2)` with `n = e^x (e^x + 2)` (the
 /// same function without a logarithm); from `x = 20` on it is `x` in f32, as libtorch's.
-#[inline(always)]
+/// The pass runs [`mish_lanes`]; this scalar form is what the tests check it against.
+#[cfg(test)]
 pub fn mish(x: f32) -> f32 {
     let e = exp(x.min(20.0));
     let n = e * (e + 2.0);
     x * n / (n + 2.0)
 }
 
-/// SiLU (swish), `x / (1 + e^-x)`.
-#[inline(always)]
+/// SiLU (swish), `x / (1 + e^-x)` (the scalar form, as [`mish`]).
+#[cfg(test)]
 pub fn silu(x: f32) -> f32 {
     x / (1.0 + exp(-x))
 }
@@ -150,17 +77,9 @@ pub enum Act {
 }
 
 impl Act {
+    /// The activation of each lane.
     #[inline(always)]
-    fn scalar(self, x: f32) -> f32 {
-        match self {
-            Act::Identity => x,
-            Act::Mish => mish(x),
-            Act::Silu => silu(x),
-        }
-    }
-
-    #[inline(always)]
-    fn lanes<L: Lanes>(self, x: L) -> L {
+    pub fn lanes<L: Lanes>(self, x: L) -> L {
         match self {
             Act::Identity => x,
             Act::Mish => mish_lanes(x),
@@ -169,34 +88,12 @@ impl Act {
     }
 }
 
-/// [`mish`] in lanes.
+/// Mish in lanes (`kernels::mish` gives the formula).
 #[inline(always)]
 pub fn mish_lanes<L: Lanes>(x: L) -> L {
     let e = x.min(L::splat(20.0)).exp();
     let n = e.mul(e.add(L::splat(2.0)));
     x.mul(n).div(n.add(L::splat(2.0)))
-}
-
-/// Adds `bias` to every row of `x` (`[rows, width]`) and applies `act` in place.
-#[inline(always)]
-pub fn bias_act<L: Lanes>(x: &mut [f32], bias: Option<&[f32]>, width: usize, act: Act) {
-    if bias.is_none() && act == Act::Identity {
-        return;
-    }
-    for row in x.chunks_exact_mut(width) {
-        let mut c = 0;
-        while c + 8 <= width {
-            let mut v = L::load(&row[c..]);
-            if let Some(b) = bias {
-                v = v.add(L::load(&b[c..]));
-            }
-            act.lanes(v).store(&mut row[c..]);
-            c += 8;
-        }
-        for (k, v) in row.iter_mut().enumerate().skip(c) {
-            *v = act.scalar(*v + bias.map_or(0.0, |b| b[k]));
-        }
-    }
 }
 
 /// The normalisation after a residual sum.
@@ -246,14 +143,13 @@ pub fn layer_norm_row(row: &mut [f32], gain: &[f32], bias: &[f32], eps: f32) {
     }
 }
 
-/// `x = norm(x + alpha * (y + bias))` row by row: the residual sum of an encoder layer and
-/// the norm after it in one pass. `x` and `y` are `[rows, d]`.
+/// `x = norm(x + alpha * y)` row by row: the residual sum of an encoder layer (`y` the
+/// product with its bias) and the norm after it in one pass. `x` and `y` are `[rows, d]`.
 #[inline(always)]
-pub fn residual_norm(x: &mut [f32], y: &[f32], bias: &[f32], alpha: f32, norm: &RowNorm, eps: f32) {
-    let d = bias.len();
+pub fn residual_norm(x: &mut [f32], y: &[f32], d: usize, alpha: f32, norm: &RowNorm, eps: f32) {
     for (xr, yr) in x.chunks_exact_mut(d).zip(y.chunks_exact(d)) {
-        for ((xv, yv), b) in xr.iter_mut().zip(yr).zip(bias) {
-            *xv += alpha * (yv + b);
+        for (xv, yv) in xr.iter_mut().zip(yr) {
+            *xv += alpha * yv;
         }
         norm_row(xr, norm, eps);
     }
@@ -315,6 +211,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::simd::Portable;
     use super::*;
 
     #[test]
@@ -343,6 +240,21 @@ mod tests {
             assert!(
                 (silu(x) as f64 - want).abs() < 1e-6 * (1.0 + want.abs()),
                 "silu({x})"
+            );
+            // The lanes' forms, which the pass runs, compute the same values.
+            let lane = |act: Act| {
+                let mut out = [0f32; 8];
+                act.lanes(Portable::splat(x)).store(&mut out);
+                out[0]
+            };
+            assert_eq!(
+                lane(Act::Mish).to_bits(),
+                mish(x).to_bits(),
+                "mish lanes({x})"
+            );
+            assert!(
+                (lane(Act::Silu) - silu(x)).abs() <= 1e-6 * (1.0 + x.abs()),
+                "silu lanes({x})"
             );
         }
         assert_eq!(mish(50.0), 50.0);
@@ -376,21 +288,6 @@ mod tests {
         for i in 0..64 {
             let want = orig[i] as f64 / (ms + 1e-6).sqrt() * gain[i] as f64;
             assert!((rms[i] as f64 - want).abs() < 1e-5, "rms norm {i}");
-        }
-    }
-
-    #[test]
-    fn matmul_matches_a_direct_product() {
-        let (rows, k, n) = (5, 7, 9);
-        let src: Vec<f32> = (0..rows * 10).map(|i| (i % 13) as f32 - 6.0).collect();
-        let w: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.5).collect();
-        let mut dst = vec![1.0; rows * n];
-        matmul(&mut dst, (&src, 10), &w, (rows, k, n), true);
-        for r in 0..rows {
-            for c in 0..n {
-                let want: f32 = 1.0 + (0..k).map(|j| src[r * 10 + j] * w[j * n + c]).sum::<f32>();
-                assert_eq!(dst[r * n + c], want);
-            }
         }
     }
 }

@@ -1,6 +1,6 @@
-//! The Chessformer as a native Rust forward pass on the CPU: the matrix products through the
-//! `gemm` crate, everything between them fused per block of positions (docs/ARCHITECTURE.md,
-//! "Backends", says why this engine and what it measured).
+//! The Chessformer as a native Rust forward pass on the CPU: the matrix products against
+//! weights packed once ([`dense`]), everything between them fused per block of positions
+//! (docs/ARCHITECTURE.md, "Backends", says why this engine and what it measured).
 //!
 //! A batch runs in blocks of up to [`NativeBackend::block`] positions (their `64 x block`
 //! token rows stay in the L2 cache between the products): the embedding, each encoder layer
@@ -11,17 +11,19 @@
 //! a full block, so a forward pass allocates nothing. It computes in f32.
 //!
 //! The pass is compiled twice, for AVX2 with FMA and for the baseline of the target (the
-//! attention kernels in [`simd::Avx2`] or [`simd::Portable`] lanes), and picks the first at
-//! run time where the CPU has it (the products dispatch by themselves).
+//! kernels in [`simd::Avx2`] or [`simd::Portable`] lanes), and picks the first at
+//! run time where the CPU has it.
 
 mod attention;
+mod dense;
 mod heads;
 mod kernels;
 mod simd;
 mod weights;
 
 use attention::{HeadInput, HeadScratch, attend_head};
-use kernels::{Act, bias_act, layer_norm_row, matmul, matmul_nt, mish_lanes, residual_norm};
+use dense::{DenseW, dense};
+use kernels::{Act, layer_norm_row, residual_norm};
 use simd::Lanes;
 use weights::{NativeWeights, PositionW};
 
@@ -62,7 +64,8 @@ struct Scratch {
     pol_e: Vec<f32>,
     pol_q: Vec<f32>,
     pol_k: Vec<f32>,
-    /// One position's from-to logits `[64, 64]`.
+    /// One position's keys packed as a layer's weights, and its from-to logits `[64, 64]`.
+    pol_keys: DenseW,
     pol_c: Vec<f32>,
     /// Value embedding `[rows, c]` and features `[block, hidden]`.
     val_e: Vec<f32>,
@@ -115,6 +118,7 @@ impl NativeBackend {
             pol_e: vec![0.0; rows * config.d_pol],
             pol_q: vec![0.0; rows * config.d_pol],
             pol_k: vec![0.0; rows * config.d_pol],
+            pol_keys: DenseW::zeros(config.d_pol, 64),
             pol_c: vec![0.0; 4096],
             val_e: vec![0.0; rows * config.value_channels],
             val_h: vec![0.0; block * config.value_hidden],
@@ -180,59 +184,46 @@ impl NativeBackend {
 
         // Embedding: mish(x W + b) * gate_mul + gate_add, the gates per square.
         let x = &mut s.x[..rows * d];
-        matmul(x, (inputs, PLANES), &w.embed.w, (rows, PLANES, d), false);
-        let eb = w.embed.b.as_deref().unwrap_or(&[]);
+        dense::<L>(x, (inputs, PLANES), &w.embed, rows, Act::Mish);
         for (r, row) in x.chunks_exact_mut(d).enumerate() {
             let sq = r % 64;
             let (gm, ga) = (&w.gate_mul[sq * d..][..d], &w.gate_add[sq * d..][..d]);
             let mut c = 0;
             while c + 8 <= d {
-                let v = mish_lanes(L::load(&row[c..]).add(L::load(&eb[c..])));
-                v.mul(L::load(&gm[c..]))
+                L::load(&row[c..])
+                    .mul(L::load(&gm[c..]))
                     .add(L::load(&ga[c..]))
                     .store(&mut row[c..]);
                 c += 8;
             }
             for k in c..d {
-                row[k] = kernels::mish(row[k] + eb[k]) * gm[k] + ga[k];
+                row[k] = row[k] * gm[k] + ga[k];
             }
         }
 
         for layer in &w.layers {
             let qkv = &mut s.qkv[..rows * 3 * d];
-            matmul(qkv, (x, d), &layer.qkv.w, (rows, d, 3 * d), false);
-            if let Some(b) = &layer.qkv.b {
-                bias_act::<L>(qkv, Some(b), 3 * d, Act::Identity);
-            }
+            dense::<L>(qkv, (x, d), &layer.qkv, rows, Act::Identity);
             if let PositionW::Smolgen(sg) = &layer.position {
                 let a = &cfg.attention;
                 let (comp, hid, gen_size) = (a.smolgen_compress, a.smolgen_hidden, a.smolgen_gen);
                 let c = &mut s.sg_c[..rows * comp];
-                matmul(c, (x, d), &sg.compress.w, (rows, d, comp), false);
+                dense::<L>(c, (x, d), &sg.compress, rows, Act::Identity);
                 let hh = &mut s.sg_h[..nb * hid];
-                matmul(
-                    hh,
-                    (c, 64 * comp),
-                    &sg.dense1.w,
-                    (nb, 64 * comp, hid),
-                    false,
-                );
-                bias_act::<L>(hh, sg.dense1.b.as_deref(), hid, Act::Silu);
+                dense::<L>(hh, (c, 64 * comp), &sg.dense1, nb, Act::Silu);
                 for row in hh.chunks_exact_mut(hid) {
                     layer_norm_row(row, &sg.ln1.0, &sg.ln1.1, SMOLGEN_EPS as f32);
                 }
                 let g = &mut s.sg_g[..nb * h * gen_size];
-                matmul(g, (hh, hid), &sg.dense2.w, (nb, hid, h * gen_size), false);
-                bias_act::<L>(g, sg.dense2.b.as_deref(), h * gen_size, Act::Silu);
+                dense::<L>(g, (hh, hid), &sg.dense2, nb, Act::Silu);
                 for row in g.chunks_exact_mut(h * gen_size) {
                     layer_norm_row(row, &sg.ln2.0, &sg.ln2.1, SMOLGEN_EPS as f32);
                 }
                 // Every head of every position of the block through the generator in one
-                // product, which reads the generator once a block (its rows round as a lone
-                // position's: `a_position_evaluates_the_same_alone_and_in_any_batch`).
-                if let Some(gen_t) = w.smolgen_gen_t.as_deref() {
+                // product, which reads the generator once a block.
+                if let Some(gen_t) = &w.smolgen_gen_t {
                     let bias = &mut s.sg_bias[..nb * h * 4096];
-                    matmul(bias, (g, gen_size), gen_t, (nb * h, gen_size, 4096), false);
+                    dense::<L>(bias, (g, gen_size), gen_t, nb * h, Act::Identity);
                 }
             }
             let bias = matches!(layer.position, PositionW::Smolgen(_));
@@ -256,32 +247,26 @@ impl NativeBackend {
                 }
             }
             let y = &mut s.y[..rows * d];
-            matmul(y, (&s.z[..rows * d], d), &layer.out.w, (rows, d, d), false);
-            let ob = layer.out.b.as_deref().unwrap_or(&[]);
-            residual_norm(x, y, ob, alpha, &layer.norm1, eps);
+            dense::<L>(y, (&s.z[..rows * d], d), &layer.out, rows, Act::Identity);
+            residual_norm(x, y, d, alpha, &layer.norm1, eps);
             let hidden = &mut s.hidden[..rows * dff];
-            matmul(hidden, (x, d), &layer.ffn1.w, (rows, d, dff), false);
-            bias_act::<L>(hidden, layer.ffn1.b.as_deref(), dff, Act::Mish);
-            matmul(y, (hidden, dff), &layer.ffn2.w, (rows, dff, d), false);
-            let fb = layer.ffn2.b.as_deref().unwrap_or(&[]);
-            residual_norm(x, y, fb, alpha, &layer.norm2, eps);
+            dense::<L>(hidden, (x, d), &layer.ffn1, rows, Act::Mish);
+            dense::<L>(y, (hidden, dff), &layer.ffn2, rows, Act::Identity);
+            residual_norm(x, y, d, alpha, &layer.norm2, eps);
         }
 
         // Policy: mish(x We + b), then queries and keys.
         let pw = &w.policy;
         let dp = cfg.d_pol;
         let e = &mut s.pol_e[..rows * dp];
-        matmul(e, (x, d), &pw.embed.w, (rows, d, dp), false);
-        bias_act::<L>(e, pw.embed.b.as_deref(), dp, Act::Mish);
+        dense::<L>(e, (x, d), &pw.embed, rows, Act::Mish);
         let (pq, pk) = (&mut s.pol_q[..rows * dp], &mut s.pol_k[..rows * dp]);
-        matmul(pq, (e, dp), &pw.q.w, (rows, dp, dp), false);
-        bias_act::<L>(pq, pw.q.b.as_deref(), dp, Act::Identity);
-        matmul(pk, (e, dp), &pw.k.w, (rows, dp, dp), false);
-        bias_act::<L>(pk, pw.k.b.as_deref(), dp, Act::Identity);
-        let scale = 1.0 / (dp as f32).sqrt();
+        dense::<L>(pq, (e, dp), &pw.q, rows, Act::Identity);
+        dense::<L>(pk, (e, dp), &pw.k, rows, Act::Identity);
         for p in 0..nb {
             let (q, k) = (&pq[p * 64 * dp..][..64 * dp], &pk[p * 64 * dp..][..64 * dp]);
-            matmul_nt(&mut s.pol_c, (q, dp), (k, dp), (64, dp, 64), scale);
+            s.pol_keys.set_output_major(k);
+            dense::<L>(&mut s.pol_c, (q, dp), &s.pol_keys, 64, Act::Identity);
             heads::policy_logits(
                 &s.pol_c,
                 k,
@@ -294,16 +279,9 @@ impl NativeBackend {
         let vw = &w.value;
         let (vc, vh) = (cfg.value_channels, cfg.value_hidden);
         let ve = &mut s.val_e[..rows * vc];
-        matmul(ve, (x, d), &vw.embed.w, (rows, d, vc), false);
-        bias_act::<L>(ve, vw.embed.b.as_deref(), vc, Act::Mish);
+        dense::<L>(ve, (x, d), &vw.embed, rows, Act::Mish);
         let hv = &mut s.val_h[..nb * vh];
-        // One position at a time: `gemm` sums a product of one row in another order than one of
-        // several, and a position's value must not depend on the block it is in.
-        for p in 0..nb {
-            let (src, dst) = (&ve[p * 64 * vc..][..64 * vc], &mut hv[p * vh..][..vh]);
-            matmul(dst, (src, 64 * vc), &vw.fc1.w, (1, 64 * vc, vh), false);
-        }
-        bias_act::<L>(hv, vw.fc1.b.as_deref(), vh, Act::Mish);
+        dense::<L>(hv, (ve, 64 * vc), &vw.fc1, nb, Act::Mish);
         for p in 0..nb {
             heads::value_outputs(
                 &hv[p * vh..(p + 1) * vh],

@@ -267,6 +267,26 @@ impl Lanes for Avx2 {
     }
 }
 
+/// Runs a test's generic `check::<L: Lanes>()` (a function of the calling module) on the
+/// portable lanes and, where the CPU has AVX2 and FMA, on those.
+#[cfg(test)]
+macro_rules! on_both_lanes {
+    ($check:ident) => {{
+        $check::<$crate::backend::native::simd::Portable>();
+        #[cfg(target_arch = "x86_64")]
+        if $crate::backend::native::has_avx2_fma() {
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn avx2() {
+                $check::<$crate::backend::native::simd::Avx2>();
+            }
+            // SAFETY: checked just above.
+            unsafe { avx2() }
+        }
+    }};
+}
+#[cfg(test)]
+pub(super) use on_both_lanes;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,17 +328,6 @@ mod tests {
 
     #[test]
     fn both_lanes_compute_the_same() {
-        check::<Portable>();
-        #[cfg(target_arch = "x86_64")]
-        if super::super::has_avx2_fma() {
-            // SAFETY: checked just above.
-            unsafe { check_avx2() }
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn check_avx2() {
-        check::<Avx2>();
+        on_both_lanes!(check);
     }
 }

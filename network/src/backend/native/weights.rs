@@ -5,21 +5,11 @@
 
 use std::collections::HashMap;
 
+use super::dense::DenseW;
 use super::kernels::RowNorm;
 use crate::backend::{BackendError, NamedWeights};
 use crate::config::{NetworkConfig, Norm, PositionEncoding};
 use crate::model::shaw::{BUCKETS, bucket};
-
-/// A dense layer: weight `[in, out]` (input-major) and its bias.
-#[derive(Debug, Clone)]
-pub struct DenseW {
-    /// `w[i * out + o]`.
-    pub w: Vec<f32>,
-    /// Bias `[out]`, if the layer has one.
-    pub b: Option<Vec<f32>>,
-    /// Output width.
-    pub d_out: usize,
-}
 
 /// Shaw tables of one layer, per head, laid out for the window kernels.
 #[derive(Debug, Clone)]
@@ -84,7 +74,7 @@ pub struct LayerW {
 pub struct PolicyW {
     /// `[d, d_pol]`, Mish after it.
     pub embed: DenseW,
-    /// Queries `[d_pol, d_pol]`.
+    /// Queries `[d_pol, d_pol]`, scaled by `1 / sqrt(d_pol)`.
     pub q: DenseW,
     /// Keys `[d_pol, d_pol]`.
     pub k: DenseW,
@@ -119,7 +109,7 @@ pub struct NativeWeights {
     /// Encoder layers.
     pub layers: Vec<LayerW>,
     /// Global smolgen generator transposed, `[gen, 4096]`.
-    pub smolgen_gen_t: Option<Vec<f32>>,
+    pub smolgen_gen_t: Option<DenseW>,
     /// Policy head.
     pub policy: PolicyW,
     /// Value head.
@@ -168,7 +158,7 @@ impl<'a> Tensors<'a> {
         Ok(values.to_vec())
     }
 
-    /// A dense layer `<path>.w` `[out, in]` (and `<path>.b`), transposed to input-major.
+    /// A dense layer `<path>.w` `[out, in]` (and `<path>.b`), packed for the products.
     fn dense(
         &mut self,
         path: &str,
@@ -176,17 +166,25 @@ impl<'a> Tensors<'a> {
         d_out: usize,
         bias: bool,
     ) -> Result<DenseW, BackendError> {
+        let (w, b) = self.linear(path, d_in, d_out, bias)?;
+        Ok(DenseW::new(&w, b.as_deref(), d_in, d_out))
+    }
+
+    /// The weight of a dense layer transposed to input-major `[in, out]`, and its bias.
+    fn linear(
+        &mut self,
+        path: &str,
+        d_in: usize,
+        d_out: usize,
+        bias: bool,
+    ) -> Result<(Vec<f32>, Option<Vec<f32>>), BackendError> {
         let w = self.take(&format!("{path}.w"), &[d_out, d_in])?;
         let b = if bias {
             Some(self.take(&format!("{path}.b"), &[d_out])?)
         } else {
             None
         };
-        Ok(DenseW {
-            w: transpose(&w, d_out, d_in),
-            b,
-            d_out,
-        })
+        Ok((transpose(&w, d_out, d_in), b))
     }
 
     fn norm(&mut self, path: &str, kind: Norm, d: usize) -> Result<RowNorm, BackendError> {
@@ -242,18 +240,18 @@ impl NativeWeights {
             let a = format!("{p}.attn");
             let qkv_bias = config.qkv_bias;
             let (q, k, v) = (
-                t.dense(&format!("{a}.q"), d, d, qkv_bias)?,
-                t.dense(&format!("{a}.k"), d, d, qkv_bias)?,
-                t.dense(&format!("{a}.v"), d, d, qkv_bias)?,
+                t.linear(&format!("{a}.q"), d, d, qkv_bias)?,
+                t.linear(&format!("{a}.k"), d, d, qkv_bias)?,
+                t.linear(&format!("{a}.v"), d, d, qkv_bias)?,
             );
             // [d, 3d]: row r holds q (scaled), k, v outputs of input channel r.
             let mut w = Vec::with_capacity(d * 3 * d);
             for r in 0..d {
-                w.extend(q.w[r * d..(r + 1) * d].iter().map(|x| x * scale));
-                w.extend_from_slice(&k.w[r * d..(r + 1) * d]);
-                w.extend_from_slice(&v.w[r * d..(r + 1) * d]);
+                w.extend(q.0[r * d..(r + 1) * d].iter().map(|x| x * scale));
+                w.extend_from_slice(&k.0[r * d..(r + 1) * d]);
+                w.extend_from_slice(&v.0[r * d..(r + 1) * d]);
             }
-            let b = match (&q.b, &k.b, &v.b) {
+            let b: Option<Vec<f32>> = match (&q.1, &k.1, &v.1) {
                 (Some(qb), Some(kb), Some(vb)) => Some(
                     qb.iter()
                         .map(|x| x * scale)
@@ -263,7 +261,7 @@ impl NativeWeights {
                 ),
                 _ => None,
             };
-            let qkv = DenseW { w, b, d_out: 3 * d };
+            let qkv = DenseW::new(&w, b.as_deref(), d, 3 * d);
             let position = match config.attention.position {
                 PositionEncoding::Shaw => PositionW::Shaw(shaw(&mut t, &a, h, dh, scale)?),
                 PositionEncoding::Smolgen => {
@@ -313,14 +311,22 @@ impl NativeWeights {
         let smolgen_gen_t = match config.attention.position {
             PositionEncoding::Smolgen => {
                 let g = config.attention.smolgen_gen;
-                Some(transpose(&t.take("smolgen_w", &[4096, g])?, 4096, g))
+                let gen_t = transpose(&t.take("smolgen_w", &[4096, g])?, 4096, g);
+                Some(DenseW::new(&gen_t, None, g, 4096))
             }
             _ => None,
         };
         let dp = config.d_pol;
         let policy = PolicyW {
             embed: t.dense("policy.embed", d, dp, true)?,
-            q: t.dense("policy.q", dp, dp, true)?,
+            q: {
+                // The logits' scale folded into the queries, as the attention's is.
+                let scale = 1.0 / (dp as f32).sqrt();
+                let (w, b) = t.linear("policy.q", dp, dp, true)?;
+                let w: Vec<f32> = w.iter().map(|x| x * scale).collect();
+                let b: Option<Vec<f32>> = b.map(|b| b.iter().map(|x| x * scale).collect());
+                DenseW::new(&w, b.as_deref(), dp, dp)
+            },
             k: t.dense("policy.k", dp, dp, true)?,
             promo: t.take("policy.promo.w", &[4, dp])?,
         };
