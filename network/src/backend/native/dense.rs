@@ -38,32 +38,25 @@ pub struct DenseW {
 }
 
 impl DenseW {
-    /// Packs weight `w` `[d_in, d_out]` (input-major) and `bias` `[d_out]`.
+    /// Packs weight `w` `[d_out, d_in]` (a row per output, as the net stores it) and `bias`
+    /// `[d_out]`.
     ///
     /// # Panics
     /// If `w` or `bias` is not of that size (the caller has checked the tensors' shapes).
     pub fn new(w: &[f32], bias: Option<&[f32]>, d_in: usize, d_out: usize) -> DenseW {
-        assert_eq!(w.len(), d_in * d_out, "weight size");
         let panels = d_out.div_ceil(PANEL);
-        let mut packed = vec![0f32; panels * d_in * PANEL];
-        for (p, panel) in packed.chunks_exact_mut(d_in * PANEL).enumerate() {
-            let c0 = p * PANEL;
-            let width = PANEL.min(d_out - c0);
-            for (i, row) in panel.chunks_exact_mut(PANEL).enumerate() {
-                row[..width].copy_from_slice(&w[i * d_out + c0..][..width]);
-            }
-        }
-        let mut padded = vec![0f32; panels * PANEL];
-        if let Some(b) = bias {
-            assert_eq!(b.len(), d_out, "bias size");
-            padded[..d_out].copy_from_slice(b);
-        }
-        DenseW {
-            panels: packed,
-            bias: padded,
+        let mut layer = DenseW {
+            panels: vec![0f32; panels * d_in * PANEL],
+            bias: vec![0f32; panels * PANEL],
             d_in,
             d_out,
+        };
+        layer.set_output_major(w);
+        if let Some(b) = bias {
+            assert_eq!(b.len(), d_out, "bias size");
+            layer.bias[..d_out].copy_from_slice(b);
         }
+        layer
     }
 
     /// A layer of zeros without a bias, its weights to be set by
@@ -72,8 +65,8 @@ impl DenseW {
         DenseW::new(&vec![0f32; d_in * d_out], None, d_in, d_out)
     }
 
-    /// Replaces the weights by `m` `[d_out, d_in]`, a row per output (as the policy's keys
-    /// are against its queries), in place.
+    /// Replaces the weights by `m` `[d_out, d_in]`, a row per output (as a net stores them,
+    /// and as the policy's keys are against its queries), in place.
     ///
     /// # Panics
     /// If `m` is not of that size.
@@ -209,6 +202,7 @@ mod tests {
     /// A product of awkward sizes (a partial panel, every tile height) against a direct sum.
     fn check<L: Lanes>() {
         let (k, n, stride) = (7, 21, 10);
+        // `[n, k]`, a row per output.
         let w: Vec<f32> = (0..k * n)
             .map(|i| ((i * 7) % 11) as f32 * 0.25 - 1.0)
             .collect();
@@ -222,10 +216,13 @@ mod tests {
                 let mut dst = vec![f32::NAN; rows * n];
                 dense::<L>(&mut dst, (&src, stride), &dw, rows, act);
                 for r in 0..rows {
+                    // The same chains whatever tile the row is in.
+                    let mut alone = vec![0f32; n];
+                    dense::<L>(&mut alone, (&src[r * stride..], k), &dw, 1, act);
                     for c in 0..n {
                         let mut sum = 0f32;
                         for i in 0..k {
-                            sum = src[r * stride + i].mul_add(w[i * n + c], sum);
+                            sum = src[r * stride + i].mul_add(w[c * k + i], sum);
                         }
                         let sum = sum + b.map_or(0.0, |b| b[c]);
                         let want = if act == Act::Mish { mish(sum) } else { sum };
@@ -234,9 +231,6 @@ mod tests {
                             (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
                             "rows {rows}, ({r}, {c}): {got} against {want}"
                         );
-                        // The same chain whatever tile the row is in.
-                        let mut alone = vec![0f32; n];
-                        dense::<L>(&mut alone, (&src[r * stride..], k), &dw, 1, act);
                         assert_eq!(alone[c].to_bits(), got.to_bits(), "row {r} of {rows}");
                     }
                 }
@@ -245,13 +239,13 @@ mod tests {
     }
 
     #[test]
-    fn weights_set_output_major_pack_as_their_transpose() {
+    fn weights_set_again_in_place_pack_as_a_new_layer() {
         let (k, n) = (5, 19);
-        let m: Vec<f32> = (0..k * n).map(|i| i as f32).collect();
-        let t: Vec<f32> = (0..k * n).map(|x| m[(x % n) * k + x / n]).collect();
-        let mut set = DenseW::zeros(k, n);
-        set.set_output_major(&m);
-        assert_eq!(set.panels, DenseW::new(&t, None, k, n).panels);
+        let first: Vec<f32> = (0..k * n).map(|i| i as f32).collect();
+        let second: Vec<f32> = (0..k * n).map(|i| -(i as f32) * 0.5).collect();
+        let mut set = DenseW::new(&first, None, k, n);
+        set.set_output_major(&second);
+        assert_eq!(set.panels, DenseW::new(&second, None, k, n).panels);
     }
 
     #[test]

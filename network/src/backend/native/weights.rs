@@ -1,5 +1,5 @@
 //! The native backend's weights, laid out once when a net is loaded or published: every
-//! dense layer transposed to input-major for the products, the attention's q, k and v in one
+//! dense layer packed for the products (`super::dense`), the attention's q, k and v in one
 //! matrix with the logit scale folded into the queries, and the Shaw tables transposed and
 //! scaled for the window kernels of `super::attention`.
 
@@ -108,7 +108,7 @@ pub struct NativeWeights {
     pub gate_add: Vec<f32>,
     /// Encoder layers.
     pub layers: Vec<LayerW>,
-    /// Global smolgen generator transposed, `[gen, 4096]`.
+    /// Global smolgen generator, `gen` inputs to 4096 outputs.
     pub smolgen_gen_t: Option<DenseW>,
     /// Policy head.
     pub policy: PolicyW,
@@ -170,7 +170,7 @@ impl<'a> Tensors<'a> {
         Ok(DenseW::new(&w, b.as_deref(), d_in, d_out))
     }
 
-    /// The weight of a dense layer transposed to input-major `[in, out]`, and its bias.
+    /// The weight of a dense layer `[out, in]` and its bias.
     fn linear(
         &mut self,
         path: &str,
@@ -184,7 +184,7 @@ impl<'a> Tensors<'a> {
         } else {
             None
         };
-        Ok((transpose(&w, d_out, d_in), b))
+        Ok((w, b))
     }
 
     fn norm(&mut self, path: &str, kind: Norm, d: usize) -> Result<RowNorm, BackendError> {
@@ -197,17 +197,6 @@ impl<'a> Tensors<'a> {
             },
         })
     }
-}
-
-/// `m` `[rows, cols]` transposed to `[cols, rows]`.
-fn transpose(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut t = vec![0f32; m.len()];
-    for r in 0..rows {
-        for c in 0..cols {
-            t[c * rows + r] = m[r * cols + c];
-        }
-    }
-    t
 }
 
 /// The heads a served net may have besides those the search reads; their tensors are
@@ -244,13 +233,11 @@ impl NativeWeights {
                 t.linear(&format!("{a}.k"), d, d, qkv_bias)?,
                 t.linear(&format!("{a}.v"), d, d, qkv_bias)?,
             );
-            // [d, 3d]: row r holds q (scaled), k, v outputs of input channel r.
-            let mut w = Vec::with_capacity(d * 3 * d);
-            for r in 0..d {
-                w.extend(q.0[r * d..(r + 1) * d].iter().map(|x| x * scale));
-                w.extend_from_slice(&k.0[r * d..(r + 1) * d]);
-                w.extend_from_slice(&v.0[r * d..(r + 1) * d]);
-            }
+            // [3d, d]: the rows of q (scaled), then those of k and of v.
+            let w: Vec<f32> = (q.0.iter().map(|x| x * scale))
+                .chain(k.0.iter().copied())
+                .chain(v.0.iter().copied())
+                .collect();
             let b: Option<Vec<f32>> = match (&q.1, &k.1, &v.1) {
                 (Some(qb), Some(kb), Some(vb)) => Some(
                     qb.iter()
@@ -311,8 +298,12 @@ impl NativeWeights {
         let smolgen_gen_t = match config.attention.position {
             PositionEncoding::Smolgen => {
                 let g = config.attention.smolgen_gen;
-                let gen_t = transpose(&t.take("smolgen_w", &[4096, g])?, 4096, g);
-                Some(DenseW::new(&gen_t, None, g, 4096))
+                Some(DenseW::new(
+                    &t.take("smolgen_w", &[4096, g])?,
+                    None,
+                    g,
+                    4096,
+                ))
             }
             _ => None,
         };
