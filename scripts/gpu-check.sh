@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
 # Readies and checks cfzero on a machine with an NVIDIA GPU, in one command:
-#   CUDA libtorch set-up, release build, the tests that need a device, and short `--device cuda`
-#   benches (nn, selfplay, train) of configs/tiny.toml and configs/cf6m.toml; a few minutes at most
+#   CUDA libtorch set-up, release build, the tests that need a device, short `--device cuda`
+#   benches (nn, selfplay, train in f32 and bf16) of configs/tiny.toml and configs/cf6m.toml,
+#   and both trained on a PGN in f32 and in bf16 autocast, loss side by side; a few minutes
 #   after the build. Everything goes to runs/gpu-check/<UTC time>.log as well.
+#
+#   scripts/gpu-check.sh                the usual way: set-up and build here (needs the network)
+#   scripts/gpu-check.sh --prebuilt DIR a machine without the network or Rust: DIR holds a
+#                                       `cfzero` and the test binaries (`cuda_device-*`) built
+#                                       elsewhere against the libtorch this machine has, which
+#                                       LD_LIBRARY_PATH (or the binaries' rpath) must find
+#
 # Without a GPU it prints one line and exits 0. CFZERO_GPU_CHECK_NVIDIA_SMI replaces the
 # `nvidia-smi` it asks (tests point it at a missing path or a fake script).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+prebuilt=
+case "${1:-}" in
+  "") ;;
+  --prebuilt)
+    [[ -n "${2:-}" ]] || { echo "gpu-check: --prebuilt needs a folder" >&2; exit 2; }
+    prebuilt=$(realpath "$2")
+    [[ -x "$prebuilt/cfzero" ]] || { echo "gpu-check: no executable $prebuilt/cfzero" >&2; exit 2; }
+    ;;
+  *) echo "gpu-check: unknown argument ${1} (expected --prebuilt DIR)" >&2; exit 2 ;;
+esac
 
 smi=${CFZERO_GPU_CHECK_NVIDIA_SMI:-nvidia-smi}
 no_gpu() {
@@ -24,37 +43,80 @@ step() {
   echo
   echo "=== gpu-check: $* ==="
 }
+cfzero() {
+  if [[ -n "$prebuilt" ]]; then
+    "$prebuilt/cfzero" "$@"
+  else
+    cargo run --release --locked --quiet -- "$@"
+  fi
+}
 bench() {
   step "cfzero bench $*"
-  cargo run --release --locked --quiet -- bench "$@"
+  cfzero bench "$@"
+}
+
+# Each config trained on a PGN for the same steps from the same seed, in f32 and in bf16
+# autocast: the generation lines (loss, accuracy) side by side. CFZERO_GPU_CHECK_PGN names a
+# larger PGN than the tests' eight games, CFZERO_GPU_CHECK_STEPS the steps (default 400).
+precision_curves() {
+  local dir precision config name
+  local pgn=${CFZERO_GPU_CHECK_PGN:-tests/data/pgn/lichess_sample.pgn}
+  local steps=${CFZERO_GPU_CHECK_STEPS:-400}
+  dir=$(mktemp -d)
+  for config in "$@"; do
+    name=$(basename "$config" .toml)
+    for precision in f32 bf16; do
+      step "cfzero learn: $name on $pgn, $steps steps, train.precision = $precision"
+      # No in-run evaluation: its matches play one position at a time, which on a GPU took
+      # cf6m 40-90 s a generation, longer than the training.
+      sed -e '/^eval_every *=/d' -e 's/^\[run\]$/[run]\neval_every = 0/' "$config" >"$dir/$name.toml"
+      grep -q '^eval_every = 0$' "$dir/$name.toml" || printf '\n[run]\neval_every = 0\n' >>"$dir/$name.toml"
+      cfzero learn --config "$dir/$name.toml" --run "$dir/$name-$precision" --device cuda \
+        --train-precision "$precision" --data "pgn:$pgn" --steps "$steps" \
+        --steps-per-generation $((steps / 8))
+    done
+  done
+  rm -rf "$dir"
 }
 
 main() {
   step "GPUs (nvidia-smi -L)"
   echo "$gpus"
 
-  step "scripts/setup.sh --gpu (CUDA libtorch into .venv)"
-  scripts/setup.sh --gpu
+  # The tests that need a device: those whose name contains `cuda`, run with
+  # CFZERO_TEST_CUDA=1, under which a missing device fails them instead of skipping.
+  if [[ -n "$prebuilt" ]]; then
+    local test_binary
+    for test_binary in "$prebuilt"/cuda_device-*; do
+      step "CFZERO_TEST_CUDA=1 $(basename "$test_binary") cuda"
+      CFZERO_TEST_CUDA=1 "$test_binary" cuda
+    done
+  else
+    step "scripts/setup.sh --gpu (CUDA libtorch into .venv)"
+    scripts/setup.sh --gpu
 
-  step "cargo build --release --locked"
-  cargo build --release --locked
+    step "cargo build --release --locked"
+    cargo build --release --locked
 
-  # The tests that need a device: those whose name contains `cuda`, run with CFZERO_TEST_CUDA=1
-  # so a test can tell that a GPU is promised. None exists yet (no test in tests/ or a crate's
-  # tests/ mentions CUDA), so this step compiles the tests and runs none until one is added.
-  step "CFZERO_TEST_CUDA=1 cargo test --release --locked --workspace -- cuda"
-  CFZERO_TEST_CUDA=1 cargo test --release --locked --workspace -- cuda
+    step "CFZERO_TEST_CUDA=1 cargo test --release --locked --workspace -- cuda"
+    CFZERO_TEST_CUDA=1 cargo test --release --locked --workspace -- cuda
+  fi
 
-  # Short budgets: a second or two per measurement. bench nn measures f32 and bf16 side by side;
-  # bench train has no precision flag because cfzero trains in f32 only (no bf16 autocast path,
-  # see BENCHMARKS.md), so training speed is f32.
-  local config
+  # Short budgets: a second or two per measurement; bench nn and bench train measure f32 and
+  # bf16 side by side (training in bf16 is autocast with f32 weights, `train.precision`).
+  local config actors
+  actors=$(($(nproc) > 3 ? $(nproc) - 2 : 1))
   for config in configs/tiny.toml configs/cf6m.toml; do
     bench nn --config "$config" --device cuda --precision f32,bf16 --batches 1,64,256,1024 \
       --seconds 1 --matmul-size 8192
     bench selfplay --config "$config" --device cuda --moves 1000 --nn-seconds 1
-    bench train --config "$config" --device cuda --steps 20
+    # The same with an actor per spare core and one server batching them all.
+    bench selfplay --config "$config" --device cuda --moves 4000 --nn-seconds 1 \
+      --actors "$actors" --games-per-actor 64 --servers 1
+    bench train --config "$config" --device cuda --precision f32,bf16 --steps 20
+    bench train --config "$config" --device cuda --precision f32,bf16 --steps 20 --batch 2048
   done
+  precision_curves configs/tiny.toml configs/cf6m.toml
 }
 
 mkdir -p runs/gpu-check

@@ -150,17 +150,29 @@ fn bench_train_reports_samples_per_second() {
         "cpu",
         "--steps",
         "2",
+        "--precision",
+        "f32,bf16",
     ]);
     assert_eq!(r["batch"], 16);
     assert_eq!(r["steps"], 2);
-    let rate = num(&r, "samples_per_second");
-    assert!(rate > 0.0, "{r}");
-    assert_close(rate * num(&r, "seconds"), 32.0, "samples");
-    assert_close(
-        num(&r, "milliseconds_per_step"),
-        1e3 * num(&r, "seconds") / 2.0,
-        "ms per step",
-    );
+    let rows = r["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{r}");
+    for (row, precision) in rows.iter().zip(["f32", "bf16"]) {
+        assert_eq!(row["precision"], precision);
+        let rate = num(row, "samples_per_second");
+        assert!(rate > 0.0, "{r}");
+        assert_close(rate * num(row, "seconds"), 32.0, "samples");
+        assert_close(
+            num(row, "milliseconds_per_step"),
+            1e3 * num(row, "seconds") / 2.0,
+            "ms per step",
+        );
+        // Three steps on one batch from the same initial weights: the loss falls either way.
+        assert!(num(row, "last_loss") < num(row, "first_loss"), "{r}");
+    }
+    // The same initial weights: the first step's loss differs only by bf16 rounding.
+    let (f, b) = (num(&rows[0], "first_loss"), num(&rows[1], "first_loss"));
+    assert!((f - b).abs() < 0.02 * f, "f32 {f} against bf16 {b}");
 }
 
 #[test]
@@ -243,6 +255,14 @@ fn bad_bench_input_is_a_one_line_error_with_exit_code_2() {
             "--moves",
             "0",
         ],
+        &[
+            "bench",
+            "selfplay",
+            "--config",
+            "configs/micro.toml",
+            "--actors",
+            "0",
+        ],
         &["bench", "train", "--config", "nope.toml"],
         &[
             "bench",
@@ -251,6 +271,14 @@ fn bad_bench_input_is_a_one_line_error_with_exit_code_2() {
             "configs/micro.toml",
             "--steps",
             "0",
+        ],
+        &[
+            "bench",
+            "train",
+            "--config",
+            "configs/micro.toml",
+            "--precision",
+            "fp8",
         ],
         &["bench", "nn", "--config", "nope.toml"],
         &[

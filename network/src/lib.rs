@@ -1,6 +1,7 @@
 //! The Chessformer network of cfzero: the lc0-compatible input encoding and move index,
 //! the model, its losses and optimizer, checkpoints, and the batched inference server.
 
+pub mod autocast;
 pub mod backend;
 pub mod checkpoint;
 pub mod config;

@@ -52,6 +52,9 @@ pub struct LearnBenchArgs {
     /// `cfzero train --teacher`; the config's `[teacher]` table says how).
     #[arg(long, value_name = "COMMAND")]
     pub teacher: Option<String>,
+    /// Precision of the training steps (f32, or bf16 autocast), instead of the config's.
+    #[arg(long, value_name = "PRECISION")]
+    pub train_precision: Option<cfzero_trainer::TrainPrecision>,
     /// Games against each opponent (each opening with both colours, in file order).
     #[arg(long, default_value_t = 100)]
     pub games: usize,
@@ -174,6 +177,7 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         device: args.device.clone(),
         init_from: None,
         teacher: args.teacher.clone(),
+        train_precision: args.train_precision,
     };
     eprintln!(
         "bench learn: training {} from zero for {} minutes into {}",

@@ -49,6 +49,16 @@ pub struct SelfplayBenchArgs {
     /// config's `run.backend`.
     #[arg(long)]
     pub backend: Option<BackendChoice>,
+    /// Actor threads, instead of the config's `selfplay.actors` (a GPU wants more than a
+    /// laptop's config gives it).
+    #[arg(long)]
+    pub actors: Option<usize>,
+    /// Games each actor keeps in flight, instead of `selfplay.games_per_actor`.
+    #[arg(long)]
+    pub games_per_actor: Option<usize>,
+    /// Inference servers, instead of `run.inference_servers`.
+    #[arg(long)]
+    pub servers: Option<usize>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -194,6 +204,21 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
     if let Some(b) = args.backend {
         config.run.backend = b;
     }
+    for (flag, value, setting) in [
+        ("--actors", args.actors, &mut config.selfplay.actors),
+        (
+            "--games-per-actor",
+            args.games_per_actor,
+            &mut config.selfplay.games_per_actor,
+        ),
+        ("--servers", args.servers, &mut config.run.inference_servers),
+    ] {
+        match value {
+            Some(0) => user_bail!("{flag} must be at least 1"),
+            Some(v) => *setting = v,
+            None => {}
+        }
+    }
     if args.moves == 0 {
         user_bail!("--moves must be at least 1");
     }
@@ -280,7 +305,7 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
             .map_or_else(|| "random".to_string(), |p| p.display().to_string()),
         device: format!("{device:?}"),
         backend: {
-            let options = config.run.inference_options(device);
+            let options = config.run.inference_options(&config.network, device);
             options
                 .backend
                 .resolve(device, options.kind)

@@ -8,7 +8,7 @@ use anyhow::Result;
 use cfzero_network::encoding::POLICY_SIZE;
 use cfzero_network::flops::flops_per_evaluation;
 use cfzero_network::{Net, parse_device};
-use cfzero_trainer::{HostBatch, Learner};
+use cfzero_trainer::{HostBatch, Learner, TrainConfig, TrainPrecision};
 use clap::Args;
 use serde::Serialize;
 
@@ -29,6 +29,13 @@ pub struct TrainBenchArgs {
     /// Device: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Precisions of the step, measured one after the other from the same initial weights:
+    /// f32, bf16 (autocast, see `train.precision`), or both (`f32,bf16`).
+    #[arg(long, value_delimiter = ',', default_value = "f32")]
+    pub precision: Vec<String>,
+    /// Positions per step (default: the config's `train.batch_size`).
+    #[arg(long)]
+    pub batch: Option<usize>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -42,11 +49,23 @@ struct TrainReport {
     threads: i32,
     batch: usize,
     steps: usize,
+    /// One row per precision, in the order asked.
+    rows: Vec<TrainRow>,
+}
+
+/// One precision's measurement.
+#[derive(Debug, Serialize)]
+struct TrainRow {
+    precision: String,
     seconds: f64,
     samples_per_second: f64,
     milliseconds_per_step: f64,
     /// Estimate: a training step costs about three forward passes (forward, two for backward).
     gflops_per_second: f64,
+    /// The loss of the warm-up step and of the last step: the same synthetic batch each step,
+    /// so the two precisions' fall can be compared.
+    first_loss: f64,
+    last_loss: f64,
 }
 
 /// Runs the measurement.
@@ -56,37 +75,64 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
     if args.steps == 0 {
         user_bail!("--steps must be at least 1");
     }
-    config.run.use_training_threads();
-    tch::manual_seed(config.run.seed as i64);
-    let net = Net::new(&config.network, device).map_err(user_error)?;
-    let parameters = net.parameter_count();
-    let batch_size = config.train.batch_size.max(1);
-    let batch = synthetic_batch(batch_size);
-    let mut learner = Learner::new(net, config.train.clone());
-    let pb = bar(args.steps as u64 + 1, "train", "steps");
-    pb.set_message("warm-up");
-    learner.step(&batch);
-    pb.inc(1);
-    pb.set_message("");
-    let start = Instant::now();
-    for _ in 0..args.steps {
-        learner.step(&batch);
-        pb.inc(1);
+    let precisions = args
+        .precision
+        .iter()
+        .map(|p| p.parse::<TrainPrecision>().map_err(user_error))
+        .collect::<Result<Vec<_>>>()?;
+    let batch_size = args.batch.unwrap_or(config.train.batch_size);
+    if batch_size == 0 {
+        user_bail!("--batch must be at least 1");
     }
-    let seconds = start.elapsed().as_secs_f64().max(1e-9);
-    pb.finish_and_clear();
-    let samples_per_second = (args.steps * batch_size) as f64 / seconds;
+    config.run.use_training_threads();
+    let batch = synthetic_batch(batch_size);
+    let mut rows = Vec::new();
+    let mut parameters = 0;
+    for (&precision, name) in precisions.iter().zip(&args.precision) {
+        tch::manual_seed(config.run.seed as i64);
+        let net = Net::new(&config.network, device).map_err(user_error)?;
+        parameters = net.parameter_count();
+        let mut learner = Learner::new(
+            net,
+            TrainConfig {
+                precision,
+                ..config.train.clone()
+            },
+        );
+        let pb = bar(args.steps as u64 + 1, "train", "steps");
+        pb.set_message(format!("{} warm-up", name.trim()));
+        let first_loss = learner.step(&batch).loss;
+        pb.inc(1);
+        pb.set_message(name.trim().to_owned());
+        let start = Instant::now();
+        let mut last_loss = first_loss;
+        for _ in 0..args.steps {
+            last_loss = learner.step(&batch).loss;
+            pb.inc(1);
+        }
+        let seconds = start.elapsed().as_secs_f64().max(1e-9);
+        pb.finish_and_clear();
+        let samples_per_second = (args.steps * batch_size) as f64 / seconds;
+        rows.push(TrainRow {
+            precision: name.trim().to_owned(),
+            seconds,
+            samples_per_second,
+            milliseconds_per_step: 1e3 * seconds / args.steps as f64,
+            gflops_per_second: 3.0
+                * flops_per_evaluation(&config.network) as f64
+                * samples_per_second
+                / 1e9,
+            first_loss,
+            last_loss,
+        });
+    }
     let report = TrainReport {
         parameters,
         device: format!("{device:?}"),
         threads: tch::get_num_threads(),
         batch: batch_size,
         steps: args.steps,
-        seconds,
-        samples_per_second,
-        milliseconds_per_step: 1e3 * seconds / args.steps as f64,
-        gflops_per_second: 3.0 * flops_per_evaluation(&config.network) as f64 * samples_per_second
-            / 1e9,
+        rows,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -96,14 +142,19 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
         "{} parameters, {} ({} threads), batch {}, synthetic batches (no loading)",
         report.parameters, report.device, report.threads, report.batch
     );
-    println!(
-        "training: {:.0} samples/s, {:.1} ms per step, about {:.1} GFLOP/s ({} steps, {:.2} s)",
-        report.samples_per_second,
-        report.milliseconds_per_step,
-        report.gflops_per_second,
-        report.steps,
-        report.seconds
-    );
+    for row in &report.rows {
+        println!(
+            "training {}: {:.0} samples/s, {:.1} ms per step, about {:.1} GFLOP/s ({} steps, {:.2} s), loss {:.4} -> {:.4}",
+            row.precision,
+            row.samples_per_second,
+            row.milliseconds_per_step,
+            row.gflops_per_second,
+            report.steps,
+            row.seconds,
+            row.first_loss,
+            row.last_loss
+        );
+    }
     Ok(())
 }
 

@@ -38,7 +38,9 @@ pub fn evaluate(
     seed: u64,
     stop: &AtomicBool,
 ) -> Result<Option<EvalSummary>> {
-    let opts = config.run.inference_options(candidate.device());
+    let opts = config
+        .run
+        .inference_options(&candidate.config, candidate.device());
     config.run.use_inference_threads();
     let a: InferenceHandle<ChessState> =
         InferenceServer::spawn(candidate, opts).map_err(user_error)?;

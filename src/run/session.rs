@@ -19,7 +19,7 @@ use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::ReplayWindow;
 use cfzero_store::{FencedStore, RunLocation, RunStore};
 use cfzero_trainer::learner::STEP_KEY;
-use cfzero_trainer::{EventWriter, Learner};
+use cfzero_trainer::{EventWriter, Learner, TrainPrecision};
 use cfzero_trainer::{Mixture, SampleSource};
 use clap::Args;
 use rand::SeedableRng;
@@ -83,6 +83,10 @@ pub struct RunArgs {
     /// Recorded in the run's frozen config.
     #[arg(long, value_name = "COMMAND")]
     pub teacher: Option<String>,
+    /// Precision of the training steps, instead of the config's `train.precision`: f32, or
+    /// bf16 (autocast: bf16 products, f32 weights). Recorded in the run's frozen config.
+    #[arg(long, value_name = "PRECISION")]
+    pub train_precision: Option<TrainPrecision>,
 }
 
 impl RunArgs {
@@ -165,6 +169,9 @@ impl Session {
         let mut config = Config::load(&args.config)?;
         if let Some(engine) = &args.teacher {
             config.teacher.engine = engine.clone();
+        }
+        if let Some(precision) = args.train_precision {
+            config.train.precision = precision;
         }
         let device = parse_device(&args.device).map_err(user_error)?;
         let location = args.location()?;

@@ -50,6 +50,39 @@ pub struct TrainConfig {
     /// value alone.
     #[serde(default)]
     pub capped_q_ratio: Option<f32>,
+    /// Precision of the training step's forward pass: `"f32"` (default) or `"bf16"`, libtorch's
+    /// autocast (`cfzero_network::autocast`): products in bf16 on bf16 copies of the f32
+    /// weights, the weights, gradients, optimizer, softmax, norms and losses in f32.
+    #[serde(default)]
+    pub precision: TrainPrecision,
+}
+
+/// The precision of a training step (`train.precision`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrainPrecision {
+    /// Everything in f32.
+    #[default]
+    F32,
+    /// The forward pass under bf16 autocast (f32 master weights).
+    Bf16,
+}
+
+/// A training precision name that is neither `f32` nor `bf16`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown training precision `{0}`: expected f32 or bf16")]
+pub struct UnknownTrainPrecision(pub String);
+
+impl std::str::FromStr for TrainPrecision {
+    type Err = UnknownTrainPrecision;
+
+    fn from_str(s: &str) -> Result<TrainPrecision, UnknownTrainPrecision> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "f32" | "float32" => Ok(TrainPrecision::F32),
+            "bf16" | "bfloat16" => Ok(TrainPrecision::Bf16),
+            _ => Err(UnknownTrainPrecision(s.to_owned())),
+        }
+    }
 }
 
 /// Which recorded search value trains the q head.

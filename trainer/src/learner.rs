@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use cfzero_network::autocast::bf16_autocast;
 use cfzero_network::checkpoint::{
     CheckpointError, load_net, load_optimizer, load_weights_into, save_net, save_net_with,
     save_optimizer,
@@ -11,10 +12,10 @@ use cfzero_network::encoding::{PLANES, POLICY_SIZE, TOKEN_FLOATS};
 use cfzero_network::mask::mask_illegal;
 use cfzero_network::optim::nadam::{NAdam, NAdamConfig, clip_grad_norm};
 use cfzero_network::optim::swa::Swa;
-use cfzero_network::{Net, TrainingBatch, loss};
+use cfzero_network::{ModelOutputs, Net, TrainingBatch, loss};
 use tch::{Kind, Tensor};
 
-use crate::config::TrainConfig;
+use crate::config::{TrainConfig, TrainPrecision};
 use crate::sample::HostBatch;
 
 /// Metadata key of a published net: the training step at which it was published.
@@ -105,13 +106,23 @@ impl Learner {
         }
     }
 
+    /// The training forward pass, in `train.precision`; its outputs are f32 either way.
+    fn forward(&self, inputs: &Tensor) -> ModelOutputs {
+        match self.config.precision {
+            TrainPrecision::F32 => self.net.forward(inputs),
+            TrainPrecision::Bf16 => {
+                bf16_autocast(self.net.device(), || self.net.forward(inputs)).into_f32()
+            }
+        }
+    }
+
     /// The losses and accuracy of the current weights on `batch`, without training: the
     /// validation measure on held-out games. `step`, `lr`, `grad_norm` and
     /// `samples_per_second` are those of the last step (the last two 0).
     pub fn validate(&self, batch: &HostBatch) -> StepMetrics {
         tch::no_grad(|| {
             let tb = self.tensors(batch);
-            let outputs = self.net.forward(&tb.inputs);
+            let outputs = self.forward(&tb.inputs);
             let terms = loss(&outputs, &tb, &self.config.loss);
             let (policy_accuracy, value_mse) = accuracy_and_mse(&outputs, &tb);
             StepMetrics {
@@ -132,7 +143,7 @@ impl Learner {
         let start = Instant::now();
         let tb = self.tensors(batch);
         let lr = self.config.lr.lr(self.opt.step);
-        let outputs = self.net.forward(&tb.inputs);
+        let outputs = self.forward(&tb.inputs);
         let terms = loss(&outputs, &tb, &self.config.loss);
         self.opt.zero_grad();
         terms.total.backward();

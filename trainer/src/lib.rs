@@ -10,7 +10,7 @@ pub mod sample;
 pub mod source;
 pub mod tensorboard;
 
-pub use config::{QTarget, TrainConfig};
+pub use config::{QTarget, TrainConfig, TrainPrecision};
 pub use learner::{Learner, StepMetrics};
 pub use loader::Loader;
 pub use sample::HostBatch;

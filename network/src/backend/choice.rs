@@ -2,11 +2,11 @@
 //! `native`, `material`), and the one rule that resolves `auto`.
 //!
 //! `auto` takes the native backend on a CPU when the net runs in f32, and libtorch
-//! otherwise (a CUDA device, or bf16 on a CPU with native bf16 products, which the native
-//! backend does not compute). Measured on one thread of an AVX2 CPU (BENCHMARKS.md, "Native
-//! backend"): the native pass is 1.3 to 5.4 times libtorch's f32 at batches 1 to 256 of tiny,
-//! lc0-bt-tiny and cf6m. Native against libtorch's bf16 on an `avx512_bf16` CPU is not
-//! measured yet, so `auto` keeps bf16 there.
+//! otherwise (a CUDA device, or bf16 asked for by name, which the native backend does not
+//! compute). Measured on one thread (BENCHMARKS.md, "Native backend"): the native pass is 1.3
+//! to 5.4 times libtorch's f32 at batches 1 to 256 of tiny, lc0-bt-tiny and cf6m on an AVX2
+//! CPU, and 1.2 to 5.4 times libtorch's bf16 on an `avx512_bf16` CPU; so on a CPU the `auto`
+//! precision stays f32 where the native pass may serve (`crate::precision::resolve_for`).
 
 use std::fmt;
 use std::str::FromStr;

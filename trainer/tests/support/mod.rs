@@ -9,7 +9,7 @@ use cfzero_network::{LossWeights, Net, NetworkConfig};
 use cfzero_selfplay::record::quantize_probability;
 use cfzero_selfplay::{GameRecord, GameResult, PositionRecord, Termination};
 use cfzero_trainer::sample::{SampleScratch, TargetOptions, fill_position};
-use cfzero_trainer::{HostBatch, QTarget, TrainConfig};
+use cfzero_trainer::{HostBatch, QTarget, TrainConfig, TrainPrecision};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tch::Device;
@@ -94,6 +94,7 @@ pub fn train_config(lr: f64, swa_every: u64) -> TrainConfig {
         q_target: QTarget::Best,
         q_ratio: 0.0,
         capped_q_ratio: None,
+        precision: TrainPrecision::F32,
     }
 }
 
