@@ -234,35 +234,34 @@ impl RunConfig {
         set_torch_threads(self.inference_threads);
     }
 
-    /// The options of a self-play or evaluation inference server of a net of shape `net` on
-    /// `device`: the run's `max_batch`, precision and backend ([`inference_options`]).
-    pub fn inference_options(&self, net: &NetworkConfig, device: Device) -> InferenceOptions {
+    /// The options of a self-play or evaluation inference server on `device`: the run's
+    /// `max_batch`, precision and backend ([`inference_options`]).
+    pub fn inference_options(&self, device: Device) -> InferenceOptions {
         inference_options(
             self.inference_precision,
             self.backend,
-            (net, device),
+            device,
             self.max_batch,
         )
     }
 }
 
-/// The options of an inference server of a net of shape `net` on `device` in `precision` with
-/// `backend`, for batches of up to `max_batch`: how every command that serves a net builds
-/// them. Says which precision runs and why on stderr, once per process for each distinct
-/// answer.
+/// The options of an inference server on `device` in `precision` with `backend`, for batches
+/// of up to `max_batch`: how every command that serves a net builds them. Says which
+/// precision runs and why on stderr, once per process for each distinct answer.
 pub fn inference_options(
     precision: Precision,
     backend: BackendChoice,
-    (net, device): (&NetworkConfig, Device),
+    device: Device,
     max_batch: usize,
 ) -> InferenceOptions {
     static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let (options, notice) = resolve_inference(precision, backend, (net, device), max_batch);
-    if let Ok(mut said) = SAID.lock() {
-        if !said.contains(&notice) {
-            eprintln!("{notice}");
-            said.push(notice);
-        }
+    let (options, notice) = resolve_inference(precision, backend, device, max_batch);
+    if let Ok(mut said) = SAID.lock()
+        && !said.contains(&notice)
+    {
+        eprintln!("{notice}");
+        said.push(notice);
     }
     options
 }
@@ -273,11 +272,10 @@ pub fn inference_options(
 pub fn resolve_inference(
     precision: Precision,
     backend: BackendChoice,
-    (net, device): (&NetworkConfig, Device),
+    device: Device,
     max_batch: usize,
 ) -> (InferenceOptions, String) {
-    let support = Bf16Support::detect(device);
-    let resolved = precision::resolve_for(precision, &support, backend, device, net.d_model);
+    let resolved = precision::resolve(precision, &Bf16Support::detect(device));
     let options = InferenceOptions {
         max_batch,
         kind: resolved.kind,

@@ -445,8 +445,9 @@ fn bad_bench_learn_input_is_a_one_line_error_with_exit_code_2() {
 
 #[test]
 fn bench_nn_notes_a_backend_that_cannot_run_the_precision() {
-    // bf16 taken as native here (CFZERO_CPU_BF16=1): libtorch measures it, the native pass
-    // (f32 only) is listed as not measured with the reason.
+    // bf16 taken as native here (CFZERO_CPU_BF16=1): libtorch measures it; the native pass
+    // measures it too on a CPU with AVX-512 BF16, and elsewhere is listed as not measured
+    // with the reason.
     let out = cfzero(&[
         "bench",
         "nn",
@@ -478,10 +479,20 @@ fn bench_nn_notes_a_backend_that_cannot_run_the_precision() {
     let bf16 = &r["precisions"][0];
     assert_eq!(bf16["kind"], "bf16", "{r}");
     let rows = bf16["inference"].as_array().unwrap();
+    let skipped = bf16["skipped"].as_array().unwrap();
+    if cfzero_network::backend::native_bf16_supported() {
+        assert_eq!(rows.len(), 2, "{r}");
+        assert_eq!(rows[0]["backend"], "native");
+        assert_eq!(rows[1]["backend"], "libtorch");
+        assert!(skipped.is_empty(), "{r}");
+        return;
+    }
     assert_eq!(rows.len(), 1, "{r}");
     assert_eq!(rows[0]["backend"], "libtorch");
-    let skipped = bf16["skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 1, "{r}");
     let why = skipped[0].as_str().unwrap();
-    assert!(why.starts_with("native:") && why.contains("f32"), "{why}");
+    assert!(
+        why.starts_with("native:") && why.contains("AVX-512 BF16"),
+        "{why}"
+    );
 }

@@ -105,11 +105,11 @@ fn pawn_moved_back(board: &Board, turn: Color, ep: Square) -> Board {
         Color::Black => (ep.offset(-8), ep.offset(8)),
     };
     let mut before = board.clone();
-    if let (Some(at), Some(from)) = (pawn_at, pawn_from) {
-        if board.by_piece(Role::Pawn.of(pusher)).contains(at) {
-            before.discard_piece_at(at);
-            before.set_piece_at(from, Role::Pawn.of(pusher));
-        }
+    if let (Some(at), Some(from)) = (pawn_at, pawn_from)
+        && board.by_piece(Role::Pawn.of(pusher)).contains(at)
+    {
+        before.discard_piece_at(at);
+        before.set_piece_at(from, Role::Pawn.of(pusher));
     }
     before
 }

@@ -304,7 +304,7 @@ impl NetworkConfig {
                 return bad(format!("`{name}` must be at most {max} (got {v})"));
             }
         }
-        if self.d_model % self.heads != 0 {
+        if !self.d_model.is_multiple_of(self.heads) {
             return bad(format!(
                 "`heads` ({}) must divide `d_model` ({})",
                 self.heads, self.d_model

@@ -12,7 +12,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use crate::backend::BackendChoice;
 use crate::model::Net;
 
 /// Environment variable that overrides the CPU's bf16 check: `1` claims native support, `0`
@@ -23,8 +22,7 @@ pub const CPU_BF16_OVERRIDE: &str = "CFZERO_CPU_BF16";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
-    /// bf16 where the device computes it natively, else f32; on a CPU f32 for narrow nets
-    /// that the native pass may serve ([`resolve_for`]).
+    /// bf16 where the device computes it natively, else f32.
     #[default]
     Auto,
     /// 32-bit floats throughout.
@@ -154,46 +152,6 @@ pub fn resolve(request: Precision, support: &Bf16Support) -> ResolvedPrecision {
     }
 }
 
-/// The widest net (`d_model`) for which an `auto` precision on a CPU stays f32 for the native
-/// pass ([`resolve_for`]). Measured on one thread of an `avx512_bf16` CPU (BENCHMARKS.md,
-/// "Native backend on an `avx512_bf16` CPU"): at width 64 (tiny, lc0-bt-tiny) the native f32
-/// pass is 1.2 to 5.4 times libtorch's bf16 at batches 1 to 256; at width 256 (cf6m)
-/// libtorch's bf16 is 1.1 to 1.4 times the native pass from batch 16 up, its products a
-/// larger share of the pass. Between the two nothing is measured.
-pub const NATIVE_F32_MAX_WIDTH: usize = 128;
-
-/// [`resolve`] for a net of width `d_model` that `backend` serves on `device`. On a CPU an
-/// `auto` request with a backend that may be the native pass (`auto` or `native`) resolves to
-/// f32 for nets up to [`NATIVE_F32_MAX_WIDTH`] wide even where the CPU multiplies bf16
-/// natively: the native pass computes in f32, and for such nets it outruns libtorch's bf16.
-/// An explicit `bf16` request, a libtorch backend, a wider net or a GPU resolve as
-/// [`resolve`] does.
-pub fn resolve_for(
-    request: Precision,
-    support: &Bf16Support,
-    backend: BackendChoice,
-    device: Device,
-    d_model: usize,
-) -> ResolvedPrecision {
-    let native_may_serve = matches!(backend, BackendChoice::Auto | BackendChoice::Native);
-    if request == Precision::Auto
-        && device == Device::Cpu
-        && native_may_serve
-        && support.native
-        && d_model <= NATIVE_F32_MAX_WIDTH
-    {
-        return ResolvedPrecision {
-            kind: Kind::Float,
-            notice: format!(
-                "inference precision: f32 (auto: for a net this narrow the native f32 pass outruns libtorch's bf16, though {})",
-                support.reason
-            ),
-            fell_back: false,
-        };
-    }
-    resolve(request, support)
-}
-
 /// "f32", "bf16" or "f16" for a float kind (the kind's debug name otherwise).
 pub fn kind_name(kind: Kind) -> String {
     match kind {
@@ -293,41 +251,6 @@ mod tests {
         assert_eq!(
             resolve(Precision::Bf16, &support(true)).kind,
             Kind::BFloat16
-        );
-    }
-
-    #[test]
-    fn auto_on_a_cpu_stays_f32_for_narrow_nets_the_native_pass_may_serve() {
-        let kind = |request, backend, device| {
-            resolve_for(request, &support(true), backend, device, 64).kind
-        };
-        let (cpu, gpu) = (Device::Cpu, Device::Cuda(0));
-        for backend in [BackendChoice::Auto, BackendChoice::Native] {
-            let r = resolve_for(Precision::Auto, &support(true), backend, cpu, 64);
-            assert_eq!(r.kind, Kind::Float);
-            assert!(r.notice.contains("native f32 pass"), "{}", r.notice);
-            // Asked for by name, bf16 is kept (and the native backend refuses it).
-            assert_eq!(kind(Precision::Bf16, backend, cpu), Kind::BFloat16);
-        }
-        // libtorch on the CPU, and any backend on a GPU, keep bf16 where it is native.
-        assert_eq!(
-            kind(Precision::Auto, BackendChoice::Tch, cpu),
-            Kind::BFloat16
-        );
-        assert_eq!(
-            kind(Precision::Auto, BackendChoice::Auto, gpu),
-            Kind::BFloat16
-        );
-        // A wide net keeps libtorch's bf16; without native bf16 nothing changes.
-        let wide = NATIVE_F32_MAX_WIDTH + 1;
-        let auto = BackendChoice::Auto;
-        assert_eq!(
-            resolve_for(Precision::Auto, &support(true), auto, cpu, wide).kind,
-            Kind::BFloat16
-        );
-        assert_eq!(
-            resolve_for(Precision::Auto, &support(false), auto, cpu, 64).kind,
-            Kind::Float
         );
     }
 }

@@ -71,7 +71,7 @@ fn servers() -> Vec<(&'static str, InferenceHandle<ChessState>)> {
         (
             "native",
             InferenceServer::spawn_backend(
-                NativeBackend::from_net(&micro_net(1), 4).unwrap(),
+                NativeBackend::from_net(&micro_net(1), Kind::Float, 4).unwrap(),
                 options,
             ),
         ),

@@ -104,7 +104,7 @@ fn new_nets_default_to_lc0s_fill_and_old_net_files_read_as_no_fill() {
     parsed.as_object_mut().unwrap().remove("history_fill");
     header["__metadata__"]["cfzero.network_config"] = serde_json::Value::String(parsed.to_string());
     let mut new_header = serde_json::to_vec(&header).unwrap();
-    while new_header.len() % 8 != 0 {
+    while !new_header.len().is_multiple_of(8) {
         new_header.push(b' ');
     }
     let mut old = (new_header.len() as u64).to_le_bytes().to_vec();

@@ -2,7 +2,9 @@
 //! a transposed table or a wrong bucket cannot hide behind a constant) and on Lc0's two
 //! test nets, at batches of 1, 33 and 256 real positions, policy logits and W/D/L agree
 //! within 1e-4; on the Lc0 vectors it reproduces what Lc0 computed; a position's outputs do
-//! not depend on the batch it shares; bad weights are refused as libtorch refuses them.
+//! not depend on the batch it shares; bad weights are refused as libtorch refuses them. With
+//! bf16 products (on a CPU with AVX-512 BF16) the outputs stay within a stated bound of
+//! libtorch's f32.
 
 mod net_support;
 
@@ -76,7 +78,7 @@ fn differences(a: &BackendOutputs, b: &BackendOutputs) -> (f32, f32, f32) {
 
 /// The native backend agrees with libtorch on `net` at batches 1, 33 and 256.
 fn agrees_with_libtorch(name: &str, net: Net, batches: &[usize]) {
-    let native = NativeBackend::from_net(&net, 256).unwrap();
+    let native = NativeBackend::from_net(&net, Kind::Float, 256).unwrap();
     agrees_on(name, native, net, batches);
 }
 
@@ -113,7 +115,9 @@ fn native_agrees_with_libtorch_on_the_small_presets() {
 fn native_on_portable_lanes_agrees_with_libtorch() {
     for (name, seed) in [("micro", 7), ("tiny", 7), ("lc0-bt-tiny", 7), ("cf6m", 8)] {
         let net = perturbed(name, seed, if name == "cf6m" { 0.02 } else { 0.05 });
-        let native = NativeBackend::from_net(&net, 256).unwrap().portable();
+        let native = NativeBackend::from_net(&net, Kind::Float, 256)
+            .unwrap()
+            .portable();
         agrees_on(&format!("{name} (portable)"), native, net, &[1, 33]);
     }
 }
@@ -153,7 +157,7 @@ fn native_reproduces_lc0_on_its_test_nets_and_vectors() {
         serde_json::from_str(&std::fs::read_to_string(lc0_data("vectors.json")).unwrap()).unwrap();
     for net_name in ["bt-smolgen", "bt-plain"] {
         let net = read_lc0_file(&lc0_data(&format!("{net_name}.pb.gz")), Device::Cpu).unwrap();
-        let mut native = NativeBackend::from_net(&net, 256).unwrap();
+        let mut native = NativeBackend::from_net(&net, Kind::Float, 256).unwrap();
         let cases: Vec<&Value> = vectors["cases"]
             .as_array()
             .unwrap()
@@ -188,7 +192,7 @@ fn native_reproduces_lc0_on_its_test_nets_and_vectors() {
 fn a_position_evaluates_the_same_alone_and_in_any_batch() {
     for name in ["tiny", "lc0-bt-tiny"] {
         let net = perturbed(name, 11, 0.05);
-        let mut native = NativeBackend::from_net(&net, 256).unwrap();
+        let mut native = NativeBackend::from_net(&net, Kind::Float, 256).unwrap();
         let inputs = positions(40, 5);
         let all = run(&mut native, &inputs);
         for (i, n) in [(0, 1), (3, 2), (17, 23), (39, 1)] {
@@ -212,7 +216,7 @@ fn a_position_evaluates_the_same_alone_and_in_any_batch() {
 fn reload_takes_a_new_generation_and_refuses_bad_weights_as_libtorch_does() {
     let first = perturbed("micro", 1, 0.1);
     let second = perturbed("micro", 2, 0.1);
-    let mut native = NativeBackend::from_net(&first, 16).unwrap();
+    let mut native = NativeBackend::from_net(&first, Kind::Float, 16).unwrap();
     let mut tch = TchBackend::new(first, Kind::Float, 16);
     let inputs = positions(5, 1);
     let before = run(&mut native, &inputs);
@@ -286,4 +290,70 @@ fn reload_takes_a_new_generation_and_refuses_bad_weights_as_libtorch_does() {
     }
     assert_eq!(native.capabilities().name, "native");
     assert_eq!(native.capabilities().precision, "f32");
+}
+
+/// The native pass with bf16 products on a CPU with AVX-512 BF16, or `None` after a visible
+/// notice elsewhere (where `bf16` must be refused with the reason).
+fn native_bf16(net: &Net, max_batch: usize) -> Option<NativeBackend> {
+    let backend = NativeBackend::from_net(net, Kind::BFloat16, max_batch);
+    if cfzero_network::backend::native_bf16_supported() {
+        return Some(backend.unwrap());
+    }
+    let err = backend.unwrap_err().to_string();
+    assert!(err.contains("AVX-512 BF16"), "{err}");
+    eprintln!("skipped: this CPU lacks AVX-512 BF16");
+    None
+}
+
+/// bf16 products round every product's inputs and weights to 8 bits of mantissa: on the
+/// presets (perturbed) at batches 1 and 33 the policy logits stay within 0.06 of libtorch's
+/// f32 and the W/D/L within 0.01, and the outputs still depend on nothing but the position.
+#[test]
+fn native_bf16_stays_within_its_bound_of_libtorch_f32() {
+    for (name, seed, scale) in [
+        ("tiny", 7, 0.05),
+        ("lc0-bt-tiny", 7, 0.05),
+        ("cf6m", 8, 0.02),
+    ] {
+        let net = perturbed(name, seed, scale);
+        let Some(mut native) = native_bf16(&net, 64) else {
+            return;
+        };
+        assert_eq!(native.capabilities().precision, "bf16");
+        let mut tch = TchBackend::new(net, Kind::Float, 64);
+        for n in [1, 33] {
+            let inputs = positions(n, n as u64);
+            let (a, b) = (run(&mut native, &inputs), run(&mut tch, &inputs));
+            let (p, w, v) = differences(&a, &b);
+            eprintln!("{name} bf16 batch {n}: policy {p:.2e}, wdl {w:.2e}, value {v:.2e}");
+            assert!(
+                p < 0.06 && w < 0.01 && v < 0.02,
+                "{name} batch {n}: {p} {w} {v}"
+            );
+            // bf16 moves the outputs, so the products did run in bf16.
+            assert!(p > 1e-5, "{name}: bf16 gave f32's outputs");
+            let alone = run(&mut native, &inputs[..TOKEN_FLOATS]);
+            assert_eq!(alone.policy, a.policy[..POLICY_SIZE], "{name}: batch {n}");
+            assert_eq!(alone.wdl, a.wdl[..3], "{name}: batch {n}");
+        }
+    }
+}
+
+/// A reload keeps the backend in bf16: its outputs are those of a bf16 backend built on the
+/// new weights.
+#[test]
+fn native_bf16_reload_stays_bf16() {
+    let (first, second) = (perturbed("tiny", 3, 0.05), perturbed("tiny", 4, 0.05));
+    let Some(mut reloaded) = native_bf16(&first, 16) else {
+        return;
+    };
+    reloaded
+        .reload(&TchBackend::weights_of(&second).unwrap())
+        .unwrap();
+    let mut fresh = native_bf16(&second, 16).unwrap();
+    let inputs = positions(5, 2);
+    let (a, b) = (run(&mut reloaded, &inputs), run(&mut fresh, &inputs));
+    assert_eq!(a.policy, b.policy);
+    assert_eq!(a.wdl, b.wdl);
+    assert_eq!(reloaded.capabilities().precision, "bf16");
 }

@@ -393,7 +393,7 @@ pub fn run(args: &NnArgs) -> Result<()> {
                 pb.set_message(format!("{} {backend} batch {batch}", kind_name(kind)));
                 let rate = match backend {
                     BackendChoice::Native => {
-                        let mut b = NativeBackend::from_net(&net, batch)?;
+                        let mut b = NativeBackend::from_net(&net, kind, batch)?;
                         measure_backend(&mut b, &net.config, batch, args.seconds)?
                     }
                     BackendChoice::Material => {

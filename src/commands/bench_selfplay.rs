@@ -305,7 +305,7 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
             .map_or_else(|| "random".to_string(), |p| p.display().to_string()),
         device: format!("{device:?}"),
         backend: {
-            let options = config.run.inference_options(&config.network, device);
+            let options = config.run.inference_options(device);
             options
                 .backend
                 .resolve(device, options.kind)

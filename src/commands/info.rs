@@ -66,7 +66,7 @@ fn print_uses(config: &Config) {
     let (options, notice) = resolve_inference(
         run.inference_precision,
         run.backend,
-        (&config.network, Device::Cpu),
+        Device::Cpu,
         run.max_batch,
     );
     let backend = match run.backend.resolve(Device::Cpu, options.kind) {

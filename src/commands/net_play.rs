@@ -25,7 +25,7 @@ pub fn serve_net(
     backend: BackendChoice,
 ) -> Result<InferenceHandle<ChessState>> {
     let net = load_net(path, device).map_err(user_error)?;
-    let options = inference_options(precision, backend, (&net.config, device), DEFAULT_MAX_BATCH);
+    let options = inference_options(precision, backend, device, DEFAULT_MAX_BATCH);
     InferenceServer::spawn(net, options).map_err(user_error)
 }
 

@@ -114,10 +114,9 @@ impl RunDir {
             if let Some(g) = name
                 .strip_prefix("gen-")
                 .and_then(|r| r.strip_suffix(".safetensors"))
+                && let Ok(g) = g.parse()
             {
-                if let Ok(g) = g.parse() {
-                    gens.push(g);
-                }
+                gens.push(g);
             }
         }
         gens.sort_unstable();

@@ -38,9 +38,7 @@ pub fn evaluate(
     seed: u64,
     stop: &AtomicBool,
 ) -> Result<Option<EvalSummary>> {
-    let opts = config
-        .run
-        .inference_options(&candidate.config, candidate.device());
+    let opts = config.run.inference_options(candidate.device());
     config.run.use_inference_threads();
     let a: InferenceHandle<ChessState> =
         InferenceServer::spawn(candidate, opts).map_err(user_error)?;

@@ -156,7 +156,7 @@ pub struct ActorsOutcome {
 /// The self-play inference servers of `config`: `run.inference_servers` of them (at least
 /// one) with the run's options, each with its own copy of `net`.
 pub fn spawn_servers(config: &Config, net: Net) -> Result<Vec<InferenceHandle<ChessState>>> {
-    let options = config.run.inference_options(&net.config, net.device());
+    let options = config.run.inference_options(net.device());
     let servers = config.run.inference_servers.max(1);
     let mut handles = Vec::with_capacity(servers);
     for _ in 1..servers {

@@ -469,7 +469,7 @@ impl Session {
     /// of `stop` being set, and the line then says so.
     pub fn evaluate_if_due(&mut self, stop: &AtomicBool) -> Result<String> {
         let every = self.config.run.eval_every;
-        if every == 0 || self.generation % every != 0 {
+        if every == 0 || !self.generation.is_multiple_of(every) {
             return Ok(String::new());
         }
         let candidate = load_net(&self.dir.net(self.generation), self.device)?;

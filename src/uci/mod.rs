@@ -294,12 +294,8 @@ impl Engine {
             .map_err(|e| e.to_string())
             .and_then(|net| {
                 // The search sends up to `batch` leaves per forward pass.
-                let (options, notice) = resolve_inference(
-                    precision,
-                    backend,
-                    (&net.config, self.device),
-                    batch as usize,
-                );
+                let (options, notice) =
+                    resolve_inference(precision, backend, self.device, batch as usize);
                 println!("info string {notice}");
                 InferenceServer::spawn(net, options).map_err(|e| e.to_string())
             });

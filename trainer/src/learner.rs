@@ -153,7 +153,7 @@ impl Learner {
         let (policy_accuracy, value_mse) = tch::no_grad(|| accuracy_and_mse(&outputs, &tb));
         let step = self.opt.step;
         if let Some(swa) = &mut self.swa
-            && step % self.config.swa_every == 0
+            && step.is_multiple_of(self.config.swa_every)
         {
             swa.update(&self.net.vs);
         }

@@ -1,12 +1,12 @@
 //! Which backend serves a net: the `[run] backend` setting and `--backend` (`auto`, `tch`,
 //! `native`, `material`), and the one rule that resolves `auto`.
 //!
-//! `auto` takes the native backend on a CPU when the net runs in f32, and libtorch
-//! otherwise (a CUDA device, or bf16 asked for by name, which the native backend does not
-//! compute). Measured on one thread (BENCHMARKS.md, "Native backend"): the native pass is 1.3
-//! to 5.4 times libtorch's f32 at batches 1 to 256 of tiny, lc0-bt-tiny and cf6m on an AVX2
-//! CPU, and 1.2 to 5.4 times libtorch's bf16 on an `avx512_bf16` CPU; so on a CPU the `auto`
-//! precision stays f32 where the native pass may serve (`crate::precision::resolve_for`).
+//! `auto` takes the native backend on a CPU when the net runs in f32, or in bf16 where the
+//! CPU runs the native pass's bf16 products (AVX-512 BF16), and libtorch otherwise (a CUDA
+//! device, or bf16 on a CPU without them). Measured on one thread (BENCHMARKS.md, "Native
+//! backend"): the native pass is 1.3 to 5.4 times libtorch's f32 at batches 1 to 256 of tiny,
+//! lc0-bt-tiny and cf6m on an AVX2 CPU; on an `avx512_bf16` CPU in bf16 it is 1.2 to 6.6
+//! times libtorch's bf16.
 
 use std::fmt;
 use std::str::FromStr;
@@ -23,7 +23,8 @@ pub enum BackendChoice {
     Auto,
     /// libtorch ([`super::TchBackend`]): every device and precision.
     Tch,
-    /// The native CPU pass in f32 ([`super::NativeBackend`]).
+    /// The native CPU pass in f32, or bf16 on a CPU with AVX-512 BF16
+    /// ([`super::NativeBackend`]).
     Native,
     /// No net: material counting with a uniform policy ([`super::MaterialBackend`]), a
     /// baseline player.
@@ -66,9 +67,9 @@ pub enum ChoiceError {
     /// The native backend runs on the CPU only.
     #[error("the native backend runs on the CPU; the net is on {0} (use --backend tch)")]
     NativeOffCpu(String),
-    /// The native backend computes in f32 only.
+    /// The native backend computes in f32, and in bf16 only on a CPU with AVX-512 BF16.
     #[error(
-        "the native backend computes in f32; {0} was asked for (use --backend tch or --precision f32)"
+        "the native backend computes in f32, and in bf16 only on a CPU with AVX-512 BF16; {0} was asked for here (use --backend tch or --precision f32)"
     )]
     NativePrecision(String),
 }
@@ -83,7 +84,9 @@ impl BackendChoice {
                     format!("{device:?}").to_lowercase(),
                 ));
             }
-            if kind != Kind::Float {
+            let fits =
+                kind == Kind::Float || (kind == Kind::BFloat16 && super::native::bf16_supported());
+            if !fits {
                 return Err(ChoiceError::NativePrecision(crate::precision::kind_name(
                     kind,
                 )));
@@ -114,9 +117,15 @@ mod tests {
             BackendChoice::Auto.resolve(cpu, Kind::Float),
             Ok(BackendChoice::Native)
         );
+        // bf16 on the CPU: natively where the CPU runs bf16 products, else libtorch.
+        let bf16_native = crate::backend::native::bf16_supported();
         assert_eq!(
             BackendChoice::Auto.resolve(cpu, Kind::BFloat16),
-            Ok(BackendChoice::Tch)
+            Ok(if bf16_native {
+                BackendChoice::Native
+            } else {
+                BackendChoice::Tch
+            })
         );
         assert_eq!(
             BackendChoice::Auto.resolve(gpu, Kind::Float),
@@ -134,8 +143,12 @@ mod tests {
             BackendChoice::Native.resolve(gpu, Kind::Float),
             Err(ChoiceError::NativeOffCpu(_))
         ));
+        assert_eq!(
+            BackendChoice::Native.resolve(cpu, Kind::BFloat16).is_ok(),
+            bf16_native
+        );
         assert!(matches!(
-            BackendChoice::Native.resolve(cpu, Kind::BFloat16),
+            BackendChoice::Native.resolve(cpu, Kind::Half),
             Err(ChoiceError::NativePrecision(_))
         ));
     }

@@ -16,7 +16,7 @@ mod tch_net;
 
 pub use choice::{BackendChoice, ChoiceError, UnknownBackend};
 pub use material::MaterialBackend;
-pub use native::{NATIVE_NAME, NativeBackend};
+pub use native::{NATIVE_NAME, NativeBackend, bf16_supported as native_bf16_supported};
 pub use tch_net::TchBackend;
 
 use crate::encoding::POLICY_SIZE;

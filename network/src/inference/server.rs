@@ -137,10 +137,10 @@ impl BufferPool {
     }
     fn give(&self, mut buf: Vec<f32>) {
         buf.clear();
-        if let Ok(mut p) = self.0.lock() {
-            if p.len() < 256 {
-                p.push(buf);
-            }
+        if let Ok(mut p) = self.0.lock()
+            && p.len() < 256
+        {
+            p.push(buf);
         }
     }
 }
@@ -163,9 +163,10 @@ impl InferenceServer {
         options: InferenceOptions,
     ) -> Result<InferenceHandle<G>, BackendError> {
         Ok(match options.backend.resolve(net.device(), options.kind)? {
-            BackendChoice::Native => {
-                Self::spawn_backend(NativeBackend::from_net(&net, options.max_batch)?, options)
-            }
+            BackendChoice::Native => Self::spawn_backend(
+                NativeBackend::from_net(&net, options.kind, options.max_batch)?,
+                options,
+            ),
             BackendChoice::Material => Self::spawn_backend(MaterialBackend, options),
             _ => Self::spawn_backend(
                 TchBackend::new(net, options.kind, options.max_batch),

@@ -352,7 +352,7 @@ impl Transform {
             Transform::Transpose if lc0.len() == n => Some(transpose(lc0, shape[1], shape[0])),
             Transform::Embedding => {
                 let rows = shape[0];
-                if rows == 0 || lc0.len() % rows != 0 || lc0.len() / rows < PLANES {
+                if rows == 0 || !lc0.len().is_multiple_of(rows) || lc0.len() / rows < PLANES {
                     return None;
                 }
                 let width = lc0.len() / rows;

@@ -142,16 +142,13 @@ fn refuse_extras(w: &Weights) -> Result<(), String> {
             ));
         }
     }
-    if let Some(b) = &w.smolgen_b {
-        if decode(b)
+    if let Some(b) = &w.smolgen_b
+        && decode(b)
             .map_err(|e| e.to_string())?
             .iter()
             .any(|&v| v != 0.0)
-        {
-            return Err(
-                "a smolgen generator bias (smolgen_b), which cfzero's smolgen has not".into(),
-            );
-        }
+    {
+        return Err("a smolgen generator bias (smolgen_b), which cfzero's smolgen has not".into());
     }
     Ok(())
 }

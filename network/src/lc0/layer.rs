@@ -112,7 +112,7 @@ pub fn decode(layer: &Layer) -> Result<Vec<f32>, LayerError> {
         FLOAT32 => 4,
         other => return Err(LayerError::UnknownEncoding(other)),
     };
-    if bytes.len() % size != 0 {
+    if !bytes.len().is_multiple_of(size) {
         return Err(LayerError::Ragged {
             bytes: bytes.len(),
             size,

@@ -218,7 +218,7 @@ fn weighted_values<L: Lanes>(
 ) {
     let dh = out.len();
     let base = window_base(i);
-    if dh % 8 != 0 {
+    if !dh.is_multiple_of(8) {
         out.fill(0.0);
         for (j, &w) in a.iter().enumerate() {
             let v = &values[j * stride..j * stride + dh];

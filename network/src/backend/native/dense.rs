@@ -35,6 +35,9 @@ pub struct DenseW {
     d_in: usize,
     /// Output width.
     d_out: usize,
+    /// The panels again as bf16 pairs for the bf16 products (`super::dense_bf16`), empty
+    /// for a layer computed in f32; packed only where the CPU runs them.
+    pairs: Vec<u32>,
 }
 
 impl DenseW {
@@ -50,6 +53,7 @@ impl DenseW {
             bias: vec![0f32; panels * PANEL],
             d_in,
             d_out,
+            pairs: Vec::new(),
         };
         layer.set_output_major(w);
         if let Some(b) = bias {
@@ -81,6 +85,48 @@ impl DenseW {
                 }
             }
         }
+        if !self.pairs.is_empty() {
+            self.pack_pairs();
+        }
+    }
+
+    /// Computes this layer's products in bf16 from now on, where the CPU runs them
+    /// (`super::dense_bf16::supported`); returns whether it does.
+    pub fn use_bf16(&mut self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if super::dense_bf16::supported() {
+            self.pack_pairs();
+            return true;
+        }
+        false
+    }
+
+    /// Whether the products run in bf16.
+    pub fn is_bf16(&self) -> bool {
+        !self.pairs.is_empty()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn pack_pairs(&mut self) {
+        super::dense_bf16::pack_pairs(&self.panels, self.d_in, &mut self.pairs);
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn pack_pairs(&mut self) {}
+
+    /// The bf16 pairs (empty in f32).
+    pub fn pairs(&self) -> &[u32] {
+        &self.pairs
+    }
+
+    /// The bias, padded to whole panels.
+    pub fn bias(&self) -> &[f32] {
+        &self.bias
+    }
+
+    /// Input width.
+    pub fn d_in(&self) -> usize {
+        self.d_in
     }
 
     /// Output width.
@@ -99,6 +145,12 @@ pub fn dense<L: Lanes>(
     rows: usize,
     act: Act,
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if w.is_bf16() {
+        // SAFETY: a layer has pairs only where the CPU runs the bf16 products (`use_bf16`).
+        unsafe { super::dense_bf16::dense(dst, (src, stride), w, rows, act) };
+        return;
+    }
     let (k, n) = (w.d_in, w.d_out);
     if rows == 0 || n == 0 {
         return;

@@ -8,7 +8,8 @@
 //! [`attention::attend_head`]; the output product with residual and norm in one pass; the
 //! FFN with bias and Mish in one pass, then residual and norm), and the play heads. Weights
 //! are laid out once per net ([`weights::NativeWeights`]) and every buffer is sized once for
-//! a full block, so a forward pass allocates nothing. It computes in f32.
+//! a full block, so a forward pass allocates nothing. It computes in f32, or with its dense
+//! products in bf16 on CPUs with AVX-512 BF16 ([`NativeBackend::bf16`], `dense_bf16`).
 //!
 //! The pass is compiled twice, for AVX2 with FMA and for the baseline of the target (the
 //! kernels in [`simd::Avx2`] or [`simd::Portable`] lanes), and picks the first at
@@ -16,6 +17,8 @@
 
 mod attention;
 mod dense;
+#[cfg(target_arch = "x86_64")]
+mod dense_bf16;
 mod heads;
 mod kernels;
 mod simd;
@@ -28,7 +31,8 @@ use simd::Lanes;
 use weights::{NativeWeights, PositionW};
 
 use super::{
-    Backend, BackendError, BackendOutputs, Capabilities, NamedWeights, check_fit, check_inputs,
+    Backend, BackendError, BackendOutputs, Capabilities, ChoiceError, NamedWeights, check_fit,
+    check_inputs,
 };
 use crate::config::NetworkConfig;
 use crate::encoding::{PLANES, POLICY_SIZE};
@@ -36,6 +40,7 @@ use crate::inference::INPUT_FLOATS;
 use crate::model::Net;
 use crate::model::layers::NORM_EPS;
 use crate::model::smolgen::SMOLGEN_EPS;
+use tch::Kind;
 
 /// The backend's name in logs, configs and `--backend`.
 pub const NATIVE_NAME: &str = "native";
@@ -92,6 +97,8 @@ pub struct NativeBackend {
     max_batch: usize,
     scratch: Scratch,
     avx2: bool,
+    /// Products in bf16 ([`NativeBackend::bf16`]).
+    bf16: bool,
 }
 
 impl NativeBackend {
@@ -142,13 +149,36 @@ impl NativeBackend {
             max_batch,
             scratch,
             avx2: has_avx2_fma(),
+            bf16: false,
         })
     }
 
-    /// The backend for `net`'s current weights.
-    pub fn from_net(net: &Net, max_batch: usize) -> Result<NativeBackend, BackendError> {
+    /// The same backend with its dense products in bf16 (`dense_bf16`: weights and product
+    /// inputs rounded to bf16, sums in f32; attention, norms and the policy's query-key
+    /// products stay f32), or why not: only a CPU with AVX-512 BF16 ([`bf16_supported`]) runs
+    /// them.
+    pub fn bf16(mut self) -> Result<NativeBackend, BackendError> {
+        if !bf16_supported() || !self.weights.use_bf16() {
+            return Err(ChoiceError::NativePrecision("bf16".into()).into());
+        }
+        self.bf16 = true;
+        Ok(self)
+    }
+
+    /// The backend for `net`'s current weights, computing in `kind` (f32, or bf16 products
+    /// where the CPU runs them).
+    pub fn from_net(
+        net: &Net,
+        kind: Kind,
+        max_batch: usize,
+    ) -> Result<NativeBackend, BackendError> {
         let weights = super::TchBackend::weights_of(net)?;
-        NativeBackend::new(&net.config, &weights, max_batch)
+        let backend = NativeBackend::new(&net.config, &weights, max_batch)?;
+        match kind {
+            Kind::Float => Ok(backend),
+            Kind::BFloat16 => backend.bf16(),
+            other => Err(ChoiceError::NativePrecision(crate::precision::kind_name(other)).into()),
+        }
     }
 
     /// The same backend on the portable lanes (plain arrays) even where the CPU has AVX2:
@@ -321,6 +351,20 @@ impl NativeBackend {
     }
 }
 
+/// Whether this CPU runs the native pass with bf16 products (AVX-512 BF16 beside AVX2 and
+/// FMA); [`crate::precision::CPU_BF16_OVERRIDE`] does not change it, since a claim the CPU
+/// cannot keep would run instructions it does not have.
+pub fn bf16_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        dense_bf16::supported()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Whether this CPU runs the AVX2 variant of the pass.
 fn has_avx2_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -338,7 +382,7 @@ impl Backend for NativeBackend {
         Capabilities {
             name: NATIVE_NAME,
             device: "cpu".into(),
-            precision: "f32".into(),
+            precision: if self.bf16 { "bf16" } else { "f32" }.into(),
             max_batch: self.max_batch,
             history_fill: self.config.history_fill,
         }
@@ -368,7 +412,11 @@ impl Backend for NativeBackend {
             at.ok().map(|at| self.shapes[at].1.clone())
         };
         check_fit(weights, served, self.shapes.len())?;
-        self.weights = NativeWeights::new(&self.config, weights)?;
+        let mut laid_out = NativeWeights::new(&self.config, weights)?;
+        if self.bf16 {
+            laid_out.use_bf16();
+        }
+        self.weights = laid_out;
         Ok(())
     }
 }

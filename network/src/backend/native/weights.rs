@@ -44,8 +44,8 @@ pub struct SmolgenW {
 pub enum PositionW {
     /// Shaw tables.
     Shaw(ShawW),
-    /// Smolgen.
-    Smolgen(SmolgenW),
+    /// Smolgen (boxed: its five layers are ten times the size of the other variants).
+    Smolgen(Box<SmolgenW>),
     /// None.
     None,
 }
@@ -114,6 +114,40 @@ pub struct NativeWeights {
     pub policy: PolicyW,
     /// Value head.
     pub value: ValueW,
+}
+
+impl NativeWeights {
+    /// Every dense layer's products in bf16 ([`DenseW::use_bf16`]), the policy's queries
+    /// against its keys aside (they stay f32, packed per position); false where the CPU does
+    /// not run bf16 products (nothing changes then).
+    pub fn use_bf16(&mut self) -> bool {
+        let mut all: Vec<&mut DenseW> = vec![
+            &mut self.embed,
+            &mut self.policy.embed,
+            &mut self.policy.q,
+            &mut self.policy.k,
+            &mut self.value.embed,
+            &mut self.value.fc1,
+        ];
+        for layer in &mut self.layers {
+            all.extend([
+                &mut layer.qkv,
+                &mut layer.out,
+                &mut layer.ffn1,
+                &mut layer.ffn2,
+            ]);
+            if let PositionW::Smolgen(sg) = &mut layer.position {
+                all.extend([&mut sg.compress, &mut sg.dense1, &mut sg.dense2]);
+            }
+        }
+        all.extend(self.smolgen_gen_t.as_mut());
+        // Every layer, not only up to a first refusal (there is none: the CPU check is one).
+        let mut ok = true;
+        for layer in all {
+            ok &= layer.use_bf16();
+        }
+        ok
+    }
 }
 
 /// The tensors of a [`NamedWeights`] by name, each taken once.
@@ -260,7 +294,7 @@ impl NativeWeights {
                             t.take(&format!("{sp}.{name}.bias"), &[n])?,
                         ))
                     };
-                    PositionW::Smolgen(SmolgenW {
+                    PositionW::Smolgen(Box::new(SmolgenW {
                         compress: t.dense(
                             &format!("{sp}.compress"),
                             d,
@@ -281,7 +315,7 @@ impl NativeWeights {
                             true,
                         )?,
                         ln2: ln(&mut t, "ln2", h * s.smolgen_gen)?,
-                    })
+                    }))
                 }
                 PositionEncoding::None => PositionW::None,
             };

@@ -1,0 +1,304 @@
+//! Dense layers in bf16 on CPUs with AVX-512 BF16: the weights and each product's inputs
+//! rounded to bfloat16, multiplied in pairs by `vdpbf16ps` and summed in f32.
+//!
+//! On such a CPU a `vdpbf16ps` of 512 bits does 32 multiply-adds, where the f32 FMAs the
+//! pass otherwise runs do 8 (AMD EPYC, family 25: libtorch's bf16 matmul peak is 4.2 times
+//! its f32 one, BENCHMARKS.md). A layer packed for bf16 ([`DenseW::use_bf16`]) keeps its f32
+//! panels and adds pairs: for input pair `i` (inputs `2i` and `2i + 1`, a zero past an odd
+//! width) and the panel's 16 columns, one `u32` holding the two weights' bf16 bits, low half
+//! first, the order `vdpbf16ps` multiplies them in. A product first rounds its input rows to
+//! the same pairs (in a buffer of the thread's, grown once), then runs tiles of up to
+//! [`ROWS`] rows against one panel: a running sum of 16 columns per row in one register, one
+//! load of the panel's pair and one broadcast of the row's pair per `vdpbf16ps`. Bias and
+//! activation are applied as the sums leave the registers, as in the f32 kernel.
+//!
+//! Each output is one chain of pair products over the inputs in order, whatever the tile its
+//! row lands in, so a position's outputs do not depend on its batch here either. Rounding the
+//! inputs and weights to 8 bits of mantissa moves outputs by about 2^-9 of the sum of the
+//! terms' magnitudes (`native_bf16_stays_within_its_bound_of_libtorch_f32` states the net's
+//! bound).
+
+use std::arch::x86_64::{
+    __m512, __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_loadu_si512, _mm512_set1_epi32,
+    _mm512_setzero_ps, _mm512_storeu_ps,
+};
+use std::cell::RefCell;
+
+use super::dense::{DenseW, PANEL};
+use super::kernels::Act;
+use super::simd::{Avx2, Lanes};
+
+/// Rows per tile: eight running sums of 16 columns, and the loads and broadcasts beside
+/// them, in the 32 registers of AVX-512. A block's 64 rows per position are eight tiles.
+const ROWS: usize = 8;
+
+/// Whether this CPU runs the bf16 products (AVX-512 F and BF16; AVX2 and FMA for the rest of
+/// the pass).
+pub fn supported() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bf16")
+        && std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// The bf16 bits of `x`, rounded to nearest, ties to even (as `vcvtneps2bf16` rounds).
+#[inline(always)]
+pub fn bf16_bits(x: f32) -> u32 {
+    let b = x.to_bits();
+    b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16
+}
+
+/// The f32 value of bf16 bits.
+#[cfg(test)]
+pub fn bf16_value(bits: u32) -> f32 {
+    f32::from_bits(bits << 16)
+}
+
+/// Two values as one pair, `lo` in the low half.
+#[inline(always)]
+fn pair(lo: f32, hi: f32) -> u32 {
+    bf16_bits(lo) | (bf16_bits(hi) << 16)
+}
+
+/// Packs f32 panels (`d_in` inputs of [`PANEL`] columns each, one after another) into pairs:
+/// `pairs[p][i][j] = pair(w[2i][j], w[2i + 1][j])` of panel `p`.
+pub fn pack_pairs(panels: &[f32], d_in: usize, pairs: &mut Vec<u32>) {
+    let kp = d_in.div_ceil(2);
+    let count = panels.len() / (d_in * PANEL).max(1);
+    pairs.clear();
+    pairs.resize(count * kp * PANEL, 0);
+    for (panel, out) in panels
+        .chunks_exact(d_in * PANEL)
+        .zip(pairs.chunks_exact_mut(kp * PANEL))
+    {
+        for i in 0..kp {
+            for j in 0..PANEL {
+                let lo = panel[2 * i * PANEL + j];
+                let hi = if 2 * i + 1 < d_in {
+                    panel[(2 * i + 1) * PANEL + j]
+                } else {
+                    0.0
+                };
+                out[i * PANEL + j] = pair(lo, hi);
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The input rows of the product in progress, as pairs: grown to the largest product
+    /// once, then reused.
+    static INPUT_PAIRS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `dst[rows, d_out] = act(src[rows, d_in] w + bias)` in bf16 products (see the module
+/// docs); `w` must be packed for bf16.
+///
+/// # Safety
+/// The CPU must run the bf16 products ([`supported`]).
+#[target_feature(enable = "avx2,fma,avx512f,avx512bf16")]
+pub unsafe fn dense(
+    dst: &mut [f32],
+    (src, stride): (&[f32], usize),
+    w: &DenseW,
+    rows: usize,
+    act: Act,
+) {
+    let (k, n) = (w.d_in(), w.d_out());
+    let kp = k.div_ceil(2);
+    if rows == 0 || n == 0 {
+        return;
+    }
+    assert!(dst.len() >= rows * n, "output rows");
+    assert!(
+        stride >= k && src.len() >= (rows - 1) * stride + k,
+        "input rows"
+    );
+    let (pairs, bias) = (w.pairs(), w.bias());
+    assert_eq!(
+        pairs.len(),
+        n.div_ceil(PANEL) * kp * PANEL,
+        "packed for bf16"
+    );
+    INPUT_PAIRS.with_borrow_mut(|input| {
+        if input.len() < rows * kp {
+            input.resize(rows * kp, 0);
+        }
+        for (r, out) in input.chunks_exact_mut(kp).take(rows).enumerate() {
+            let row = &src[r * stride..][..k];
+            let mut halves = row.chunks_exact(2);
+            for (o, two) in out.iter_mut().zip(&mut halves) {
+                *o = pair(two[0], two[1]);
+            }
+            if let [last] = halves.remainder() {
+                out[kp - 1] = pair(*last, 0.0);
+            }
+        }
+        for (p, (panel, bias)) in pairs
+            .chunks_exact(kp * PANEL)
+            .zip(bias.chunks_exact(PANEL))
+            .enumerate()
+        {
+            let c0 = p * PANEL;
+            let tile = Tile {
+                panel,
+                bias,
+                act,
+                width: PANEL.min(n - c0),
+                kp,
+            };
+            let mut r = 0;
+            while r < rows {
+                let (a, out) = (&input[r * kp..rows * kp], &mut dst[r * n + c0..]);
+                // SAFETY: the CPU has the features (the caller's promise); the tile checks
+                // its own ranges.
+                r += unsafe {
+                    match rows - r {
+                        ROWS.. => tile.run::<ROWS>(a, out, n),
+                        4..ROWS => tile.run::<4>(a, out, n),
+                        2 | 3 => tile.run::<2>(a, out, n),
+                        _ => tile.run::<1>(a, out, n),
+                    }
+                };
+            }
+        }
+    });
+}
+
+/// One panel's operands.
+struct Tile<'a> {
+    panel: &'a [u32],
+    bias: &'a [f32],
+    act: Act,
+    /// Output columns of the panel that exist.
+    width: usize,
+    /// Input pairs.
+    kp: usize,
+}
+
+impl Tile<'_> {
+    /// `R` rows of input pairs from `a` on against the panel, into `out` (row `r` at
+    /// `out[r * ldo..]`); returns `R`.
+    ///
+    /// # Safety
+    /// The CPU must run the bf16 products.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,avx512f,avx512bf16")]
+    unsafe fn run<const R: usize>(&self, a: &[u32], out: &mut [f32], ldo: usize) -> usize {
+        let kp = self.kp;
+        assert!(a.len() >= R * kp, "tile rows");
+        assert!(self.panel.len() >= kp * PANEL, "panel");
+        assert!(out.len() >= (R - 1) * ldo + self.width, "tile outputs");
+        let (ap, bp) = (a.as_ptr(), self.panel.as_ptr());
+        let mut acc: [__m512; R] = [_mm512_setzero_ps(); R];
+        for i in 0..kp {
+            // SAFETY: `i < kp` and `r < R`: within the ranges asserted above; a pair of
+            // bf16 is the same 32 bits as one `u32`, so the integer vectors are the bf16
+            // vectors `vdpbf16ps` reads.
+            unsafe {
+                let b = std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(
+                    bp.add(i * PANEL) as *const __m512i,
+                ));
+                for (r, sum) in acc.iter_mut().enumerate() {
+                    let x = std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(
+                        *ap.add(r * kp + i) as i32,
+                    ));
+                    *sum = _mm512_dpbf16_ps(*sum, x, b);
+                }
+            }
+        }
+        let (b0, b1) = (
+            Avx2::load(&self.bias[..8]),
+            Avx2::load(&self.bias[8..PANEL]),
+        );
+        for (r, sum) in acc.iter().enumerate() {
+            let mut t = [0f32; PANEL];
+            // SAFETY: `t` holds 16 values.
+            unsafe { _mm512_storeu_ps(t.as_mut_ptr(), *sum) };
+            let v0 = self.act.lanes(Avx2::load(&t[..8]).add(b0));
+            let v1 = self.act.lanes(Avx2::load(&t[8..]).add(b1));
+            v0.store(&mut t[..8]);
+            v1.store(&mut t[8..]);
+            out[r * ldo..][..self.width].copy_from_slice(&t[..self.width]);
+        }
+        R
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::kernels::mish;
+    use super::*;
+
+    #[test]
+    fn bf16_rounding_is_to_nearest_even() {
+        // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: to the even one, 1.
+        assert_eq!(bf16_value(bf16_bits(1.0 + 1.0 / 256.0)), 1.0);
+        // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: to the even one.
+        assert_eq!(bf16_value(bf16_bits(1.0 + 3.0 / 256.0)), 1.0 + 2.0 / 128.0);
+        assert_eq!(bf16_value(bf16_bits(-2.5)), -2.5);
+        assert_eq!(bf16_bits(0.0), 0);
+    }
+
+    /// A product of awkward sizes (an odd input width, a partial panel, every tile height)
+    /// against the same sums of the bf16-rounded operands in f64, and against f32.
+    #[test]
+    fn bf16_dense_matches_the_rounded_product_and_stays_near_f32() {
+        if !supported() {
+            eprintln!("skipped: this CPU lacks AVX-512 BF16");
+            return;
+        }
+        let (k, n, stride) = (7, 21, 10);
+        let w: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 7) % 11) as f32 * 0.23 - 1.1)
+            .collect();
+        let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.1 - 1.0).collect();
+        let round = |x: f32| bf16_value(bf16_bits(x)) as f64;
+        for (b, act) in [(None, Act::Identity), (Some(&bias[..]), Act::Mish)] {
+            let mut dw = DenseW::new(&w, b, k, n);
+            dw.use_bf16();
+            for rows in 1..=19 {
+                let src: Vec<f32> = (0..rows * stride)
+                    .map(|i| ((i * 5) % 13) as f32 * 0.37 - 2.2)
+                    .collect();
+                let mut dst = vec![f32::NAN; rows * n];
+                // SAFETY: checked above.
+                unsafe { dense(&mut dst, (&src, stride), &dw, rows, act) };
+                for r in 0..rows {
+                    let mut alone = vec![0f32; n];
+                    // SAFETY: checked above.
+                    unsafe { dense(&mut alone, (&src[r * stride..], k), &dw, 1, act) };
+                    for c in 0..n {
+                        let x = &src[r * stride..][..k];
+                        let terms = (0..k).map(|i| round(x[i]) * round(w[c * k + i]));
+                        let scale: f64 = terms.clone().map(f64::abs).sum::<f64>() + 1.0;
+                        let sum = terms.sum::<f64>() + b.map_or(0.0, |b| b[c] as f64);
+                        let exact = (0..k)
+                            .map(|i| x[i] as f64 * w[c * k + i] as f64)
+                            .sum::<f64>()
+                            + b.map_or(0.0, |b| b[c] as f64);
+                        let f = |v: f64| {
+                            if act == Act::Mish {
+                                mish(v as f32) as f64
+                            } else {
+                                v
+                            }
+                        };
+                        let got = dst[r * n + c] as f64;
+                        assert!(
+                            (got - f(sum)).abs() <= 1e-6 * scale,
+                            "rows {rows}, ({r}, {c}): {got} against the rounded {}",
+                            f(sum)
+                        );
+                        assert!(
+                            (got - f(exact)).abs() <= scale / 128.0,
+                            "rows {rows}, ({r}, {c}): {got} against f32 {}",
+                            f(exact)
+                        );
+                        assert_eq!(alone[c].to_bits(), dst[r * n + c].to_bits(), "row {r}");
+                    }
+                }
+            }
+        }
+    }
+}
