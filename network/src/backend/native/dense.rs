@@ -129,6 +129,21 @@ impl DenseW {
         self.d_in
     }
 
+    /// Whether a product of `rows` rows has anything to compute; panics if `dst` or `src`
+    /// (rows `stride` apart) is too short for it.
+    pub fn fits(&self, dst: &[f32], (src, stride): (&[f32], usize), rows: usize) -> bool {
+        let (k, n) = (self.d_in, self.d_out);
+        if rows == 0 || n == 0 {
+            return false;
+        }
+        assert!(dst.len() >= rows * n, "output rows");
+        assert!(
+            stride >= k && src.len() >= (rows - 1) * stride + k,
+            "input rows"
+        );
+        true
+    }
+
     /// Output width.
     pub fn d_out(&self) -> usize {
         self.d_out
@@ -152,14 +167,9 @@ pub fn dense<L: Lanes>(
         return;
     }
     let (k, n) = (w.d_in, w.d_out);
-    if rows == 0 || n == 0 {
+    if !w.fits(dst, (src, stride), rows) {
         return;
     }
-    assert!(dst.len() >= rows * n, "output rows");
-    assert!(
-        stride >= k && src.len() >= (rows - 1) * stride + k,
-        "input rows"
-    );
     assert_eq!(w.panels.len(), n.div_ceil(PANEL) * k * PANEL);
     for (p, (panel, bias)) in w
         .panels

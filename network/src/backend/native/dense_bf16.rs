@@ -106,14 +106,9 @@ pub unsafe fn dense(
 ) {
     let (k, n) = (w.d_in(), w.d_out());
     let kp = k.div_ceil(2);
-    if rows == 0 || n == 0 {
+    if !w.fits(dst, (src, stride), rows) {
         return;
     }
-    assert!(dst.len() >= rows * n, "output rows");
-    assert!(
-        stride >= k && src.len() >= (rows - 1) * stride + k,
-        "input rows"
-    );
     let (pairs, bias) = (w.pairs(), w.bias());
     assert_eq!(
         pairs.len(),
