@@ -5,7 +5,7 @@
 //! CPU runs the native pass's bf16 products (AVX-512 BF16), and libtorch otherwise (a CUDA
 //! device, or bf16 on a CPU without them). Measured on one thread (BENCHMARKS.md, "Native
 //! backend"): the native pass is 1.3 to 5.4 times libtorch's f32 at batches 1 to 256 of tiny,
-//! lc0-bt-tiny and cf6m on an AVX2 CPU; on an `avx512_bf16` CPU in bf16 it is 1.2 to 6.6
+//! lc0-bt-tiny and cf6m on an AVX2 CPU; on an `avx512_bf16` CPU in bf16 it is 1.2 to 6.8
 //! times libtorch's bf16.
 
 use std::fmt;
