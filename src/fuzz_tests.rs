@@ -291,8 +291,7 @@ fn fuzz_net_files() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
     let config = crate::config::Config::load(&root.join("configs/micro.toml")).unwrap();
-    tch::manual_seed(1);
-    let net = cfzero_network::Net::new(&config.network, tch::Device::Cpu).unwrap();
+    let net = cfzero_network::Net::seeded(&config.network, tch::Device::Cpu, 1).unwrap();
     let native = tmp.path().join("micro.safetensors");
     cfzero_network::save_net(&net, &native).unwrap();
     let native = std::fs::read(native).unwrap();

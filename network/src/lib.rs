@@ -16,6 +16,7 @@ pub mod model;
 pub mod onnx;
 pub mod optim;
 pub mod precision;
+pub mod seeded;
 
 pub use checkpoint::{CheckpointError, load_net, save_net};
 pub use config::{HeadsConfig, LossWeights, NetworkConfig};
@@ -24,3 +25,4 @@ pub use inference::{InferenceHandle, InferenceOptions, InferenceServer};
 pub use loss::{LossTerm, LossTerms, TrainingBatch, loss};
 pub use model::{ModelOutputs, Net};
 pub use precision::{Bf16Support, Precision, ResolvedPrecision};
+pub use seeded::{SeededDraws, seeded};

@@ -23,7 +23,7 @@ fn buckets_follow_the_displacement() {
 
 #[test]
 fn both_fast_shaw_forms_equal_the_slow_reference() {
-    tch::manual_seed(7);
+    let _seeded = cfzero_network::seeded(7);
     let (h, dh) = (3, 5);
     let opts = (Kind::Float, Device::Cpu);
     let mut tables: Vec<Tensor> = (0..3)
@@ -69,7 +69,7 @@ fn both_fast_shaw_forms_equal_the_slow_reference() {
 /// bit up to 9 positions, within 1e-5 at 33, where the CPU's BLAS decides the rounding.
 #[test]
 fn with_a_fixed_form_a_position_evaluates_the_same_in_any_batch() {
-    tch::manual_seed(5);
+    let _seeded = cfzero_network::seeded(5);
     tch::set_num_threads(1);
     let mut net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     for var in net.vs.trainable_variables() {
@@ -130,7 +130,7 @@ fn shaw_tables(net: &Net) -> (&Tensor, &Tensor, &Tensor, &Tensor) {
 
 /// A micro net, seeded with `seed`, whose first layer's Shaw tables (zero at first) are random.
 fn micro_with_random_shaw(seed: i64) -> Net {
-    tch::manual_seed(seed);
+    let _seeded = cfzero_network::seeded(seed);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     tch::no_grad(|| {
         let (rq, rk, rv, rb) = shaw_tables(&net);
@@ -166,7 +166,7 @@ fn a_layer_of_the_model_uses_its_shaw_tables_like_the_reference() {
 
 #[test]
 fn policy_logits_are_the_gathered_attention_logits_with_lc0_promotions() {
-    tch::manual_seed(11);
+    let _seeded = cfzero_network::seeded(11);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let x = Tensor::randn([2, 64, 16], (Kind::Float, Device::Cpu));
     let head = &net.model.policy;
@@ -206,7 +206,7 @@ fn policy_logits_are_the_gathered_attention_logits_with_lc0_promotions() {
 
 #[test]
 fn illegal_moves_never_get_probability() {
-    tch::manual_seed(5);
+    let _seeded = cfzero_network::seeded(5);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let x = Tensor::rand([3, 64, 112], (Kind::Float, Device::Cpu));
     let legal: Vec<Vec<usize>> = vec![

@@ -53,7 +53,7 @@ fn ask(handle: &InferenceHandle<ChessState>, states: &[ChessState]) -> Vec<Answe
 }
 
 fn micro_net(seed: i64) -> Net {
-    tch::manual_seed(seed);
+    let _seeded = cfzero_network::seeded(seed);
     Net::new(&preset("micro"), Device::Cpu).unwrap()
 }
 

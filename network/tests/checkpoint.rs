@@ -42,7 +42,7 @@ fn bits(net: &Net) -> Vec<(String, Vec<u32>)> {
 fn net_round_trip_is_bit_exact() {
     let dir = temp_dir("roundtrip");
     for name in ["micro", "lc0-bt-tiny"] {
-        tch::manual_seed(1);
+        let _seeded = cfzero_network::seeded(1);
         let net = Net::new(&preset(name), Device::Cpu).unwrap();
         let path = dir.join(format!("{name}.safetensors"));
         save_net(&net, &path).unwrap();
@@ -50,7 +50,7 @@ fn net_round_trip_is_bit_exact() {
         assert_eq!(loaded.config, net.config);
         assert_eq!(bits(&loaded), bits(&net));
         assert_eq!(read_net_config(&path).unwrap(), net.config);
-        tch::manual_seed(2);
+        let _seeded = cfzero_network::seeded(2);
         let mut other = Net::new(&preset(name), Device::Cpu).unwrap();
         assert_ne!(bits(&other), bits(&net));
         load_weights_into(&mut other, &path).unwrap();
@@ -124,7 +124,7 @@ fn shape_or_config_mismatch_is_a_clear_error_and_loads_nothing() {
 #[test]
 fn optimizer_state_round_trip_resumes_exactly() {
     let dir = temp_dir("optimizer");
-    tch::manual_seed(3);
+    let _seeded = cfzero_network::seeded(3);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let batch = synthetic_batch(4, 10, 4);
     let mut opt = NAdam::new(net.vs.trainable_variables(), NAdamConfig::default());

@@ -19,13 +19,8 @@ const FENS: [&str; 2] = [
     "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
 ];
 
-/// libtorch's random generator is global and the tests of this file run in parallel: seeding
-/// and building hold this lock, so the same seed gives the same weights every time.
-static SEEDED: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn net_with(fill: HistoryFill) -> Net {
-    let _seeded = SEEDED.lock().unwrap_or_else(|e| e.into_inner());
-    tch::manual_seed(5);
+    let _seeded = cfzero_network::seeded(5);
     let mut cfg = preset("micro");
     cfg.history_fill = fill;
     Net::new(&cfg, Device::Cpu).unwrap()

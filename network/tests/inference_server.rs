@@ -70,7 +70,7 @@ fn close(a: &Answer, b: &Answer) -> bool {
 
 #[test]
 fn concurrent_requests_each_get_their_own_answers() {
-    tch::manual_seed(3);
+    let _seeded = cfzero_network::seeded(3);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let handle: InferenceHandle<ChessState> = InferenceServer::spawn(
         net,
@@ -123,7 +123,7 @@ fn concurrent_requests_each_get_their_own_answers() {
 
 #[test]
 fn an_oversized_request_runs_alone_with_the_same_answers() {
-    tch::manual_seed(4);
+    let _seeded = cfzero_network::seeded(4);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let handle: InferenceHandle<ChessState> = InferenceServer::spawn(
         net,

@@ -115,7 +115,7 @@ fn invalid_configs_are_refused_with_a_message() {
 
 #[test]
 fn the_play_forward_computes_exactly_the_heads_a_search_reads() {
-    tch::manual_seed(3);
+    let _seeded = cfzero_network::seeded(3);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let x = Tensor::rand([9, 64, 112], (Kind::Float, Device::Cpu));
     let (all, play) = tch::no_grad(|| (net.forward(&x), net.forward_play(&x)));
@@ -126,7 +126,7 @@ fn the_play_forward_computes_exactly_the_heads_a_search_reads() {
     // Without a winner head the search reads the q head instead.
     let mut cfg = preset("micro");
     cfg.outputs.winner = false;
-    tch::manual_seed(3);
+    let _seeded = cfzero_network::seeded(3);
     let net = Net::new(&cfg, Device::Cpu).unwrap();
     let (all, play) = tch::no_grad(|| (net.forward(&x), net.forward_play(&x)));
     assert!(play.q.unwrap().value.equal(&all.q.unwrap().value));

@@ -139,7 +139,7 @@ fn native_agrees_with_libtorch_on_cf240m() {
 fn native_serves_a_net_without_a_winner_head_from_its_q_head() {
     let mut config = net_support::preset("micro");
     config.outputs.winner = false;
-    tch::manual_seed(3);
+    let _seeded = cfzero_network::seeded(3);
     let net = Net::new(&config, Device::Cpu).unwrap();
     perturb(&net, 0.1);
     agrees_with_libtorch("micro without winner", net, &[1, 33]);

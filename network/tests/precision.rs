@@ -51,7 +51,7 @@ fn real_positions() -> (Tensor, Vec<Vec<usize>>) {
 /// biases, gates) are made random too, at the scale training gives them, so that every term
 /// of the forward pass matters.
 fn random_net(name: &str, seed: i64) -> Net {
-    tch::manual_seed(seed);
+    let _seeded = cfzero_network::seeded(seed);
     let net = Net::new(&preset(name), Device::Cpu).unwrap();
     tch::no_grad(|| {
         for (_, t) in net.vs.variables() {

@@ -24,7 +24,7 @@ fn tables(net: &Net, layer: usize) -> (&Tensor, &Tensor, &Tensor, &Tensor) {
 
 /// A micro net seeded with `seed` whose Shaw tables, the bias included, are random.
 fn micro_with_random_tables(seed: i64) -> Net {
-    tch::manual_seed(seed);
+    let _seeded = cfzero_network::seeded(seed);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let (rq, rk, rv, rb) = tables(&net, 0);
     tch::no_grad(|| {
@@ -165,7 +165,7 @@ fn a_net_saved_without_the_bias_loads_with_it_at_zero_and_evaluates_the_same() {
     // A two-layer Shaw net with trained-looking (random) tables but no bias, as before it existed.
     let mut cfg = preset("micro");
     cfg.layers = 2;
-    tch::manual_seed(4);
+    let _seeded = cfzero_network::seeded(4);
     let old = Net::new(&cfg, Device::Cpu).unwrap();
     for layer in 0..2 {
         let (rq, rk, rv, rb) = tables(&old, layer);
@@ -239,7 +239,7 @@ fn only_the_shaw_bias_tables_may_be_missing() {
 
 #[test]
 fn the_bias_gets_a_gradient_and_trains() {
-    tch::manual_seed(6);
+    let _seeded = cfzero_network::seeded(6);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let rb = tables(&net, 0).3;
     assert!(rb.requires_grad());

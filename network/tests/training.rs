@@ -80,7 +80,7 @@ fn hl_gauss_is_the_normal_mass_of_each_bucket() {
 /// loss of the others alone (all NaN: zero), and the total stays finite.
 #[test]
 fn unknown_plies_left_train_nothing() {
-    tch::manual_seed(3);
+    let _seeded = cfzero_network::seeded(3);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let mut batch = synthetic_batch(4, 20, 5);
     let out = net.forward(&batch.inputs);
@@ -124,7 +124,7 @@ fn soft_target_is_the_fourth_root_renormalised() {
 
 #[test]
 fn loss_terms_match_hand_computation_for_known_outputs() {
-    tch::manual_seed(1);
+    let _seeded = cfzero_network::seeded(1);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let batch = synthetic_batch(4, 20, 2);
     let out = net.forward(&batch.inputs);
@@ -168,7 +168,7 @@ fn loss_terms_match_hand_computation_for_known_outputs() {
 #[test]
 fn gradients_reach_every_parameter() {
     for name in ["micro", "lc0-bt-tiny"] {
-        tch::manual_seed(9);
+        let _seeded = cfzero_network::seeded(9);
         let mut cfg = preset(name);
         cfg.qkv_bias = true; // as imported Lc0 nets have
         let net = Net::new(&cfg, Device::Cpu).unwrap();
@@ -195,7 +195,7 @@ fn gradients_reach_every_parameter() {
 #[test]
 fn a_fresh_moves_left_head_is_alive_for_every_position() {
     for seed in 0..20 {
-        tch::manual_seed(seed);
+        let _seeded = cfzero_network::seeded(seed);
         let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
         let batch = synthetic_batch(16, 30, seed + 100);
         let ml = net.forward(&batch.inputs).moves_left.unwrap();
@@ -206,7 +206,7 @@ fn a_fresh_moves_left_head_is_alive_for_every_position() {
 
 #[test]
 fn micro_net_overfits_one_small_batch() {
-    tch::manual_seed(42);
+    let _seeded = cfzero_network::seeded(42);
     let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
     let batch = synthetic_batch(8, 24, 43);
     let mut opt = NAdam::new(net.vs.trainable_variables(), NAdamConfig::default());

@@ -148,7 +148,7 @@ fn only_weight_matrices_are_picked_for_decay() {
 /// stay bit for bit.
 fn check_decay_alone(preset_name: &str) {
     let (lr, wd) = (0.01, 0.1);
-    tch::manual_seed(8);
+    let _seeded = cfzero_network::seeded(8);
     let net = Net::new(&preset(preset_name), Device::Cpu).unwrap();
     let mut opt = NAdam::for_var_store(&net.vs, decay_config(wd));
     assert_eq!(opt.params().len(), net.vs.trainable_variables().len());

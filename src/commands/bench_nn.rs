@@ -263,10 +263,7 @@ struct NnReport {
 fn make_net(config: &Config, path: Option<&Path>, device: Device) -> Result<Net> {
     match path {
         Some(p) => load_net(p, device).map_err(user_error),
-        None => {
-            tch::manual_seed(1);
-            Net::new(&config.network, device).map_err(user_error)
-        }
+        None => Net::seeded(&config.network, device, 1).map_err(user_error),
     }
 }
 

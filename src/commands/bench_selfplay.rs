@@ -138,10 +138,7 @@ struct SelfplayReport {
 fn make_net(config: &Config, path: Option<&Path>, device: Device) -> Result<Net> {
     match path {
         Some(p) => load_net(p, device).map_err(user_error),
-        None => {
-            tch::manual_seed(config.run.seed as i64);
-            Net::new(&config.network, device).map_err(user_error)
-        }
+        None => Net::seeded(&config.network, device, config.run.seed as i64).map_err(user_error),
     }
 }
 

@@ -89,8 +89,8 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
     let mut rows = Vec::new();
     let mut parameters = 0;
     for (&precision, name) in precisions.iter().zip(&args.precision) {
-        tch::manual_seed(config.run.seed as i64);
-        let net = Net::new(&config.network, device).map_err(user_error)?;
+        let net =
+            Net::seeded(&config.network, device, config.run.seed as i64).map_err(user_error)?;
         parameters = net.parameter_count();
         let mut learner = Learner::new(
             net,

@@ -491,8 +491,7 @@ mod tests {
     fn a_failing_game_handler_stops_every_actor_at_once() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let config = Config::load(&root.join("configs/micro.toml")).unwrap();
-        tch::manual_seed(1);
-        let net = Net::new(&config.network, tch::Device::Cpu).unwrap();
+        let net = Net::seeded(&config.network, tch::Device::Cpu, 1).unwrap();
         let openings = vec![shakmaty::fen::Fen::default().to_string()];
         let start = Instant::now();
         let mut handed = 0;

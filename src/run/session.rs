@@ -228,10 +228,8 @@ impl Session {
             None => {
                 let net = match &args.init_from {
                     Some(p) => load_net(p, device).map_err(user_error)?,
-                    None => {
-                        tch::manual_seed(config.run.seed as i64);
-                        Net::new(&config.network, device).map_err(user_error)?
-                    }
+                    None => Net::seeded(&config.network, device, config.run.seed as i64)
+                        .map_err(user_error)?,
                 };
                 save_net(&net, &dir.net(0))?;
                 stored.publish(0)?;

@@ -29,13 +29,15 @@ fn max_difference(a: &BTreeMap<String, Tensor>, b: &BTreeMap<String, Tensor>) ->
 #[test]
 fn a_step_on_a_fixed_batch_lowers_its_loss() {
     let batch = fixed_batch(16);
-    let mut learner = Learner::new(micro_net(11), train_config(1e-3, 0));
+    // Adam's first step moves every weight by about the learning rate whatever its gradient:
+    // at 1e-3 one start in 30 (seed 22) overshoots to a higher loss, at 1e-4 none does.
+    let mut learner = Learner::new(micro_net(11), train_config(1e-4, 0));
     let before = learner.validate(&batch);
     let weights_before = weights(learner.net());
 
     let m = learner.step(&batch);
     assert_eq!((m.step, learner.steps()), (1, 1));
-    assert_eq!(m.lr, 1e-3);
+    assert_eq!(m.lr, 1e-4);
     assert!(m.loss.is_finite() && m.loss > 0.0, "{m:?}");
     assert!(m.terms.iter().all(|(_, v)| v.is_finite()), "{m:?}");
     assert!(m.grad_norm.is_finite() && m.grad_norm > 0.0, "{m:?}");

@@ -260,6 +260,13 @@ impl Net {
         })
     }
 
+    /// [`Net::new`] with the weights of `seed`, the same whatever other threads draw at the
+    /// same time (libtorch's generator is one per process; see [`crate::seeded`]).
+    pub fn seeded(config: &NetworkConfig, device: Device, seed: i64) -> Result<Net, ConfigError> {
+        let _draws = crate::seeded::seeded(seed);
+        Net::new(config, device)
+    }
+
     /// Runs the network (with gradients if enabled) on inputs `[B, 64, 112]`, moved to the
     /// net's device and kind.
     pub fn forward(&self, inputs: &Tensor) -> ModelOutputs {

@@ -19,7 +19,7 @@ pub fn preset(name: &str) -> NetworkConfig {
 /// A deterministic synthetic batch of `b` positions with `legal_per_row` legal moves each.
 /// Policy targets are one-hot and values sit on bucket centres, so a perfect fit has loss 0.
 pub fn synthetic_batch(b: i64, legal_per_row: i64, seed: i64) -> TrainingBatch {
-    tch::manual_seed(seed);
+    let _seeded = cfzero_network::seeded(seed);
     let opts = (Kind::Float, Device::Cpu);
     let inputs = Tensor::rand([b, 64, 112], opts)
         .ge(0.8)
@@ -60,7 +60,7 @@ pub fn perturb(net: &Net, scale: f64) {
 /// The preset `name` seeded with `seed`, every parameter perturbed by noise of `scale` (small
 /// enough that the outputs stay unsaturated like a trained net's).
 pub fn perturbed(name: &str, seed: i64, scale: f64) -> Net {
-    tch::manual_seed(seed);
+    let _seeded = cfzero_network::seeded(seed);
     let net = Net::new(&preset(name), Device::Cpu).unwrap();
     perturb(&net, scale);
     net

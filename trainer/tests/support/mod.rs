@@ -71,7 +71,7 @@ pub fn micro_config() -> NetworkConfig {
 
 /// A micro net on the CPU with weights drawn from `seed`.
 pub fn micro_net(seed: i64) -> Net {
-    tch::manual_seed(seed);
+    let _seeded = cfzero_network::seeded(seed);
     Net::new(&micro_config(), Device::Cpu).unwrap()
 }
 
