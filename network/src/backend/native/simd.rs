@@ -121,7 +121,7 @@ impl Lanes for Portable {
 /// forward pass checks once, `super::has_avx2_fma`).
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy, Debug)]
-pub struct Avx2(std::arch::x86_64::__m256);
+pub struct Avx2(pub(super) std::arch::x86_64::__m256);
 
 #[cfg(target_arch = "x86_64")]
 impl Lanes for Avx2 {
