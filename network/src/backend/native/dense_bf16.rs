@@ -7,9 +7,11 @@
 //! panels and adds pairs: for input pair `i` (inputs `2i` and `2i + 1`, a zero past an odd
 //! width) and the panel's 16 columns, one `u32` holding the two weights' bf16 bits, low half
 //! first, the order `vdpbf16ps` multiplies them in. A product first rounds its input rows to
-//! the same pairs (in a buffer of the thread's, grown once), then runs tiles of up to
-//! [`ROWS`] rows against one panel: a running sum of 16 columns per row in one register, one
-//! load of the panel's pair and one broadcast of the row's pair per `vdpbf16ps`. Bias and
+//! the same pairs (in a buffer of the thread's, grown once; 32 values an instruction), then
+//! runs tiles of up to [`ROWS`] rows against two panels (one where one is left): a running
+//! sum of 16 columns per row and panel in one register, so each broadcast of a row's pair
+//! feeds two `vdpbf16ps` and sixteen independent sums hide the instruction's latency (one
+//! panel a tile ran cf6m's products about 1.2x slower). Bias and
 //! activation are applied as the sums leave the registers, as in the f32 kernel.
 //!
 //! Each output is one chain of pair products over the inputs in order, whatever the tile its
@@ -149,17 +151,18 @@ pub unsafe fn dense(
             // SAFETY: the caller's promise of the CPU; `out` holds `kp` pairs.
             unsafe { round_row(&src[r * stride..][..k], out) };
         }
-        for (p, (panel, bias)) in pairs
-            .chunks_exact(kp * PANEL)
-            .zip(bias.chunks_exact(PANEL))
-            .enumerate()
-        {
+        let panels = n.div_ceil(PANEL);
+        let mut p = 0;
+        while p < panels {
+            // Two panels a tile where two are left: each broadcast input pair then feeds two
+            // products, and sixteen running sums hide `vdpbf16ps`'s latency.
+            let group = if panels - p >= 2 { 2 } else { 1 };
             let c0 = p * PANEL;
             let tile = Tile {
-                panel,
-                bias,
+                panels: &pairs[p * kp * PANEL..(p + group) * kp * PANEL],
+                bias: &bias[c0..(p + group) * PANEL],
                 act,
-                width: PANEL.min(n - c0),
+                width: (group * PANEL).min(n - c0),
                 kp,
             };
             let mut r = 0;
@@ -168,83 +171,103 @@ pub unsafe fn dense(
                 // SAFETY: the CPU has the features (the caller's promise); the tile checks
                 // its own ranges.
                 r += unsafe {
-                    match rows - r {
-                        ROWS.. => tile.run::<ROWS>(a, out, n),
-                        4..ROWS => tile.run::<4>(a, out, n),
-                        2 | 3 => tile.run::<2>(a, out, n),
-                        _ => tile.run::<1>(a, out, n),
+                    match (group, rows - r) {
+                        (2, ROWS..) => tile.run::<ROWS, 2>(a, out, n),
+                        (2, 4..ROWS) => tile.run::<4, 2>(a, out, n),
+                        (2, 2 | 3) => tile.run::<2, 2>(a, out, n),
+                        (2, _) => tile.run::<1, 2>(a, out, n),
+                        (_, ROWS..) => tile.run::<ROWS, 1>(a, out, n),
+                        (_, 4..ROWS) => tile.run::<4, 1>(a, out, n),
+                        (_, 2 | 3) => tile.run::<2, 1>(a, out, n),
+                        _ => tile.run::<1, 1>(a, out, n),
                     }
                 };
             }
+            p += group;
         }
     });
 }
 
-/// One panel's operands.
+/// The operands of one tile's columns: one or two panels side by side.
 struct Tile<'a> {
-    panel: &'a [u32],
+    /// The panels' pairs, one panel (`kp * PANEL`) after another.
+    panels: &'a [u32],
+    /// The panels' biases, `PANEL` each.
     bias: &'a [f32],
     act: Act,
-    /// Output columns of the panel that exist.
+    /// Output columns of the panels that exist.
     width: usize,
     /// Input pairs.
     kp: usize,
 }
 
 impl Tile<'_> {
-    /// `R` rows of input pairs from `a` on against the panel, into `out` (row `r` at
+    /// `R` rows of input pairs from `a` on against `P` panels, into `out` (row `r` at
     /// `out[r * ldo..]`); returns `R`.
     ///
     /// # Safety
     /// The CPU must run the bf16 products.
     #[inline]
     #[target_feature(enable = "avx2,fma,avx512f,avx512bf16")]
-    unsafe fn run<const R: usize>(&self, a: &[u32], out: &mut [f32], ldo: usize) -> usize {
+    unsafe fn run<const R: usize, const P: usize>(
+        &self,
+        a: &[u32],
+        out: &mut [f32],
+        ldo: usize,
+    ) -> usize {
         let kp = self.kp;
         assert!(a.len() >= R * kp, "tile rows");
-        assert!(self.panel.len() >= kp * PANEL, "panel");
+        assert!(self.panels.len() >= P * kp * PANEL, "panels");
+        assert!(self.bias.len() >= P * PANEL, "biases");
+        assert!(self.width > (P - 1) * PANEL, "a column in every panel");
         assert!(out.len() >= (R - 1) * ldo + self.width, "tile outputs");
-        let (ap, bp) = (a.as_ptr(), self.panel.as_ptr());
-        let mut acc: [__m512; R] = [_mm512_setzero_ps(); R];
+        let (ap, bp) = (a.as_ptr(), self.panels.as_ptr());
+        let mut acc: [[__m512; P]; R] = [[_mm512_setzero_ps(); P]; R];
         for i in 0..kp {
-            // SAFETY: `i < kp` and `r < R`: within the ranges asserted above; a pair of
-            // bf16 is the same 32 bits as one `u32`, so the integer vectors are the bf16
-            // vectors `vdpbf16ps` reads.
+            // SAFETY: `i < kp`, `q < P` and `r < R`: within the ranges asserted above; a
+            // pair of bf16 is the same 32 bits as one `u32`, so the integer vectors are the
+            // bf16 vectors `vdpbf16ps` reads.
             unsafe {
-                let b = std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(
-                    bp.add(i * PANEL) as *const __m512i,
-                ));
-                for (r, sum) in acc.iter_mut().enumerate() {
+                let b: [__m512bh; P] = std::array::from_fn(|q| {
+                    std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(
+                        bp.add((q * kp + i) * PANEL) as *const __m512i,
+                    ))
+                });
+                for (r, sums) in acc.iter_mut().enumerate() {
                     let x = std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(
                         *ap.add(r * kp + i) as i32,
                     ));
-                    *sum = _mm512_dpbf16_ps(*sum, x, b);
+                    for (sum, &b) in sums.iter_mut().zip(&b) {
+                        *sum = _mm512_dpbf16_ps(*sum, x, b);
+                    }
                 }
             }
         }
-        let (b0, b1) = (
-            Avx2::load(&self.bias[..8]),
-            Avx2::load(&self.bias[8..PANEL]),
-        );
-        for (r, &sum) in acc.iter().enumerate() {
-            // The two halves of the sums straight from the register: a round trip through
-            // memory, and a copy of a length known only at run time (a call to `memcpy`
-            // per row), were a tenth of the tiny net's pass.
-            let (lo, hi) = (
-                _mm512_castps512_ps256(sum),
-                _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(sum))),
-            );
-            let v0 = self.act.lanes(Avx2(lo).add(b0));
-            let v1 = self.act.lanes(Avx2(hi).add(b1));
-            let row = &mut out[r * ldo..];
-            if self.width == PANEL {
-                v0.store(&mut row[..8]);
-                v1.store(&mut row[8..PANEL]);
-            } else {
-                let mut t = [0f32; PANEL];
-                v0.store(&mut t[..8]);
-                v1.store(&mut t[8..]);
-                row[..self.width].copy_from_slice(&t[..self.width]);
+        for q in 0..P {
+            let bias = &self.bias[q * PANEL..];
+            let (b0, b1) = (Avx2::load(&bias[..8]), Avx2::load(&bias[8..PANEL]));
+            let width = (self.width - q * PANEL).min(PANEL);
+            for (r, sums) in acc.iter().enumerate() {
+                let sum = sums[q];
+                // The two halves of the sums straight from the register: a round trip
+                // through memory, and a copy of a length known only at run time (a call to
+                // `memcpy` per row), were a tenth of the tiny net's pass.
+                let (lo, hi) = (
+                    _mm512_castps512_ps256(sum),
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(sum))),
+                );
+                let v0 = self.act.lanes(Avx2(lo).add(b0));
+                let v1 = self.act.lanes(Avx2(hi).add(b1));
+                let row = &mut out[r * ldo + q * PANEL..];
+                if width == PANEL {
+                    v0.store(&mut row[..8]);
+                    v1.store(&mut row[8..PANEL]);
+                } else {
+                    let mut t = [0f32; PANEL];
+                    v0.store(&mut t[..8]);
+                    v1.store(&mut t[8..]);
+                    row[..width].copy_from_slice(&t[..width]);
+                }
             }
         }
         R
