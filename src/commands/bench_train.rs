@@ -88,7 +88,7 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
     let batch = synthetic_batch(batch_size);
     let mut rows = Vec::new();
     let mut parameters = 0;
-    for (&precision, name) in precisions.iter().zip(&args.precision) {
+    for &precision in &precisions {
         let net =
             Net::seeded(&config.network, device, config.run.seed as i64).map_err(user_error)?;
         parameters = net.parameter_count();
@@ -100,10 +100,10 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
             },
         );
         let pb = bar(args.steps as u64 + 1, "train", "steps");
-        pb.set_message(format!("{} warm-up", name.trim()));
+        pb.set_message(format!("{precision} warm-up"));
         let first_loss = learner.step(&batch).loss;
         pb.inc(1);
-        pb.set_message(name.trim().to_owned());
+        pb.set_message(precision.to_string());
         let start = Instant::now();
         let mut last_loss = first_loss;
         for _ in 0..args.steps {
@@ -114,7 +114,7 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
         pb.finish_and_clear();
         let samples_per_second = (args.steps * batch_size) as f64 / seconds;
         rows.push(TrainRow {
-            precision: name.trim().to_owned(),
+            precision: precision.to_string(),
             seconds,
             samples_per_second,
             milliseconds_per_step: 1e3 * seconds / args.steps as f64,

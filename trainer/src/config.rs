@@ -85,6 +85,16 @@ impl std::str::FromStr for TrainPrecision {
     }
 }
 
+impl std::fmt::Display for TrainPrecision {
+    /// The name `train.precision` takes: `f32` or `bf16`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TrainPrecision::F32 => "f32",
+            TrainPrecision::Bf16 => "bf16",
+        })
+    }
+}
+
 /// Which recorded search value trains the q head.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -138,5 +148,22 @@ impl TrainConfig {
             InvalidSetting::in_range("capped_q_ratio", r.into(), 0.0, false, 1.0)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TrainPrecision;
+
+    #[test]
+    fn a_precision_prints_the_name_it_parses_from() {
+        for p in [TrainPrecision::F32, TrainPrecision::Bf16] {
+            assert_eq!(p.to_string().parse::<TrainPrecision>(), Ok(p));
+        }
+        assert_eq!(
+            " BFloat16 ".parse::<TrainPrecision>(),
+            Ok(TrainPrecision::Bf16)
+        );
+        assert!("f16".parse::<TrainPrecision>().is_err());
     }
 }

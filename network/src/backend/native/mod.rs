@@ -158,7 +158,9 @@ impl NativeBackend {
     /// products stay f32), or why not: only a CPU with AVX-512 BF16 ([`bf16_supported`]) runs
     /// them.
     pub fn bf16(mut self) -> Result<NativeBackend, BackendError> {
-        if !bf16_supported() || !self.weights.use_bf16() {
+        // The layers pack their bf16 pairs only where the CPU runs them (`DenseW::use_bf16`
+        // checks, and the products rely on it), so their answer is the CPU's.
+        if !self.weights.use_bf16() {
             return Err(ChoiceError::NativePrecision("bf16".into()).into());
         }
         self.bf16 = true;
