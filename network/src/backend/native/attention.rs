@@ -21,6 +21,9 @@ pub struct HeadScratch {
     logits: Vec<f32>,
     /// The head's keys transposed, `[d_head, 64]`.
     keys_t: Vec<f32>,
+    /// The weights and values as bf16 pairs, for the bf16 pass.
+    #[cfg(target_arch = "x86_64")]
+    pairs: super::dense_bf16::ValuePairs,
 }
 
 impl HeadScratch {
@@ -29,6 +32,8 @@ impl HeadScratch {
         HeadScratch {
             logits: vec![0.0; 4096],
             keys_t: vec![0.0; d_head * 64],
+            #[cfg(target_arch = "x86_64")]
+            pairs: Default::default(),
         }
     }
 }
@@ -45,6 +50,8 @@ pub struct HeadInput<'a> {
     pub d: usize,
     /// The head width.
     pub d_head: usize,
+    /// Whether `A V` may run in bf16 products (set only where the CPU runs them).
+    pub bf16: bool,
 }
 
 /// The first bucket of query square `i`'s window, `15 (7 - rank) + (7 - file)`.
@@ -359,6 +366,39 @@ fn weighted_group_at<L: Lanes>(
     even.add(odd).store(out);
 }
 
+/// Adds query `i`'s value-side Shaw term `sum_j a_j rv[bucket(i, j)]` to `out` (`8 G`
+/// channels), for the bf16 pass, whose product `sum_j a_j v_j` is already there. The even
+/// and odd files summed apart, as in [`weighted_groups`].
+#[inline(always)]
+fn add_shaw_values<L: Lanes, const G: usize>(out: &mut [f32], a: &[f32], rv: &[f32], i: usize) {
+    const { assert!(G >= 1 && G <= 8) };
+    let (dh, base) = (8 * G, window_base(i));
+    assert!(a.len() >= 64 && out.len() >= dh);
+    assert!(rv.len() >= (base + 15 * 7 + 8) * dh);
+    let mut even = [L::zero(); G];
+    let mut odd = [L::zero(); G];
+    for rank in 0..8 {
+        let rows = &rv[(base + 15 * rank) * dh..];
+        for file in (0..8).step_by(2) {
+            let j = 8 * rank + file;
+            let (we, wo) = (L::splat(a[j]), L::splat(a[j + 1]));
+            for g in 0..G {
+                // SAFETY: rows `file + 1 <= 7` of the rank's eight, inside the range asserted
+                // above.
+                unsafe {
+                    let r = rows.as_ptr().add(file * dh + 8 * g);
+                    even[g] = even[g].mul_add(we, L::load_ptr(r));
+                    odd[g] = odd[g].mul_add(wo, L::load_ptr(r.add(dh)));
+                }
+            }
+        }
+    }
+    for g in 0..G {
+        let o = &mut out[8 * g..];
+        L::load(o).add(even[g].add(odd[g])).store(o);
+    }
+}
+
 /// One head of one position's attention: writes the head's `d_head` output channels of each
 /// of the 64 rows of `z` (`z[r * z_stride + offset + c]`). `shaw` is the layer's tables (this
 /// is head `head`), `bias` an additive `[64, 64]` logit bias (smolgen's), if any.
@@ -373,6 +413,7 @@ pub fn attend_head<L: Lanes>(
     z_stride: usize,
 ) {
     let (d, dh, stride, off) = (input.d, input.d_head, input.stride, input.offset);
+    let bf16 = input.bf16;
     let qkv = input.qkv;
     let keys = &qkv[d + off..];
     if dh % 8 == 0 {
@@ -411,6 +452,39 @@ pub fn attend_head<L: Lanes>(
     );
     let values = &qkv[2 * d + off..];
     let rv = shaw.map(|s| &s.rv[head * span..(head + 1) * span]);
+    #[cfg(target_arch = "x86_64")]
+    if bf16 && dh.is_multiple_of(16) && dh <= 64 {
+        // `A V` in bf16 products; the value-side Shaw term, whose rows differ per query,
+        // stays f32.
+        // SAFETY: `bf16` is set only where the CPU runs the bf16 products (the layers were
+        // packed for them, `NativeBackend::bf16`).
+        unsafe {
+            super::dense_bf16::weighted_values(
+                &mut z[off..],
+                z_stride,
+                &scratch.logits,
+                values,
+                stride,
+                dh,
+                &mut scratch.pairs,
+            );
+        }
+        if let Some(rv) = rv {
+            for i in 0..64 {
+                let out = &mut z[i * z_stride + off..i * z_stride + off + dh];
+                let a = &scratch.logits[i * 64..i * 64 + 64];
+                match dh / 8 {
+                    2 => add_shaw_values::<L, 2>(out, a, rv, i),
+                    4 => add_shaw_values::<L, 4>(out, a, rv, i),
+                    6 => add_shaw_values::<L, 6>(out, a, rv, i),
+                    _ => add_shaw_values::<L, 8>(out, a, rv, i),
+                }
+            }
+        }
+        return;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bf16;
     for i in 0..64 {
         let out = &mut z[i * z_stride + off..i * z_stride + off + dh];
         weighted_values::<L>(

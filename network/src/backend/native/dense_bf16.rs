@@ -21,9 +21,10 @@
 //! bound).
 
 use std::arch::x86_64::{
-    __m512, __m512bh, __m512i, _mm256_castpd_ps, _mm512_castps_pd, _mm512_castps512_ps256,
-    _mm512_cvtne2ps_pbh, _mm512_dpbf16_ps, _mm512_extractf64x4_pd, _mm512_loadu_ps,
-    _mm512_loadu_si512, _mm512_set1_epi32, _mm512_setzero_ps, _mm512_storeu_si512,
+    __m256bh, __m256i, __m512, __m512bh, __m512i, _mm256_castpd_ps, _mm512_castps_pd,
+    _mm512_castps512_ps256, _mm512_cvtepu16_epi32, _mm512_cvtne2ps_pbh, _mm512_cvtneps_pbh,
+    _mm512_dpbf16_ps, _mm512_extractf64x4_pd, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_or_si512,
+    _mm512_set1_epi32, _mm512_setzero_ps, _mm512_slli_epi32, _mm512_storeu_si512,
 };
 use std::cell::RefCell;
 
@@ -188,6 +189,102 @@ pub unsafe fn dense(
     });
 }
 
+/// Scratch of [`weighted_values`]: one head's weights and values as pairs.
+#[derive(Debug, Clone, Default)]
+pub struct ValuePairs {
+    /// The `[64, 64]` attention weights, each row as 32 pairs of keys.
+    weights: Vec<u32>,
+    /// The head's values as panels of pairs: for panel `p`, key pair `m` and channel `c`,
+    /// `pair(v[2m][16p + c], v[2m + 1][16p + c])`.
+    values: Vec<u32>,
+}
+
+/// Zero biases for the panels of [`weighted_values`] (heads of up to 64 channels).
+const NO_BIAS: [f32; 4 * PANEL] = [0.0; 4 * PANEL];
+
+/// One head's `out[i] = sum_j a[i][j] v_j` for the 64 queries `i` in bf16 products: the
+/// weights `a` (`[64, 64]`, row-major) and the values (64 rows `stride` apart, `d_head`
+/// channels each, a multiple of 16 up to 64) rounded to pairs of keys, the sums in f32, each
+/// query's output one chain over the key pairs in order. Query `i`'s output goes to
+/// `out[i * ldo..][..d_head]`.
+///
+/// The values are the weights of this product, so they are paired here, per head and
+/// position: 16 channels of two keys rounded and interleaved in six instructions.
+///
+/// # Safety
+/// The CPU must run the bf16 products ([`supported`]).
+#[target_feature(enable = "avx2,fma,avx512f,avx512bf16")]
+pub unsafe fn weighted_values(
+    out: &mut [f32],
+    ldo: usize,
+    a: &[f32],
+    values: &[f32],
+    stride: usize,
+    d_head: usize,
+    scratch: &mut ValuePairs,
+) {
+    assert!(
+        d_head.is_multiple_of(PANEL) && d_head <= NO_BIAS.len(),
+        "head width"
+    );
+    assert!(
+        a.len() >= 4096 && values.len() >= 63 * stride + d_head,
+        "operands"
+    );
+    assert!(out.len() >= 63 * ldo + d_head, "outputs");
+    let panels = d_head / PANEL;
+    scratch.weights.resize(64 * 32, 0);
+    scratch.values.resize(panels * 32 * PANEL, 0);
+    for (row, pairs) in a.chunks_exact(64).zip(scratch.weights.chunks_exact_mut(32)) {
+        // SAFETY: the caller's promise of the CPU; 32 pairs for 64 weights.
+        unsafe { round_row(row, pairs) };
+    }
+    for p in 0..panels {
+        for m in 0..32 {
+            let (even, odd) = (
+                &values[2 * m * stride + PANEL * p..][..PANEL],
+                &values[(2 * m + 1) * stride + PANEL * p..][..PANEL],
+            );
+            let dst = &mut scratch.values[(p * 32 + m) * PANEL..][..PANEL];
+            // SAFETY: 16 values read from each row and 16 pairs written, checked by the
+            // slices above.
+            unsafe {
+                let lo = _mm512_cvtepu16_epi32(std::mem::transmute::<__m256bh, __m256i>(
+                    _mm512_cvtneps_pbh(_mm512_loadu_ps(even.as_ptr())),
+                ));
+                let hi = _mm512_cvtepu16_epi32(std::mem::transmute::<__m256bh, __m256i>(
+                    _mm512_cvtneps_pbh(_mm512_loadu_ps(odd.as_ptr())),
+                ));
+                let both = _mm512_or_si512(lo, _mm512_slli_epi32::<16>(hi));
+                _mm512_storeu_si512(dst.as_mut_ptr() as *mut __m512i, both);
+            }
+        }
+    }
+    let mut p = 0;
+    while p < panels {
+        let group = if panels - p >= 2 { 2 } else { 1 };
+        let tile = Tile {
+            panels: &scratch.values[p * 32 * PANEL..(p + group) * 32 * PANEL],
+            bias: &NO_BIAS[..group * PANEL],
+            act: Act::Identity,
+            width: group * PANEL,
+            kp: 32,
+        };
+        for r in (0..64).step_by(ROWS) {
+            let (w, o) = (&scratch.weights[r * 32..], &mut out[r * ldo + p * PANEL..]);
+            // SAFETY: the caller's promise of the CPU; the tile checks its own ranges.
+            unsafe {
+                if group == 2 {
+                    tile.run::<ROWS, 2>(w, o, ldo);
+                } else {
+                    tile.run::<ROWS, 1>(w, o, ldo);
+                }
+            }
+        }
+        p += group;
+    }
+}
+
 /// The operands of one tile's columns: one or two panels side by side.
 struct Tile<'a> {
     /// The panels' pairs, one panel (`kp * PANEL`) after another.
@@ -306,6 +403,48 @@ mod tests {
             vector[20] & 0xffff,
             u32::from(half::bf16::from_f32(-1.0 - 2.0 / 128.0).to_bits())
         );
+    }
+
+    /// One head's weighted values against the sums of the bf16-rounded operands in f64, for
+    /// one, two and three panels of channels, with strides wider than the head.
+    #[test]
+    fn weighted_values_match_the_rounded_sums() {
+        if !supported() {
+            eprintln!("skipped: this CPU lacks AVX-512 BF16");
+            return;
+        }
+        let round = |x: f32| half::bf16::from_f32(x).to_f64();
+        let mut scratch = ValuePairs::default();
+        for dh in [16, 32, 48] {
+            let (stride, ldo) = (dh + 5, dh + 3);
+            let a: Vec<f32> = (0..4096)
+                .map(|i| ((i * 37) % 101) as f32 / 4096.0)
+                .collect();
+            let v: Vec<f32> = (0..64 * stride)
+                .map(|i| ((i * 13) % 29) as f32 * 0.19 - 2.6)
+                .collect();
+            let mut out = vec![f32::NAN; 64 * ldo];
+            // SAFETY: checked above.
+            unsafe { weighted_values(&mut out, ldo, &a, &v, stride, dh, &mut scratch) };
+            for i in 0..64 {
+                for c in 0..dh {
+                    let terms = (0..64).map(|j| round(a[i * 64 + j]) * round(v[j * stride + c]));
+                    let scale: f64 = terms.clone().map(f64::abs).sum::<f64>() + 1.0;
+                    let want = terms.sum::<f64>();
+                    let got = out[i * ldo + c] as f64;
+                    assert!(
+                        (got - want).abs() <= 1e-6 * scale,
+                        "{dh}: ({i}, {c}) {got} {want}"
+                    );
+                }
+                // Nothing written between a query's channels and the next query's.
+                assert!(
+                    out[i * ldo + dh..(i * ldo + ldo).min(64 * ldo)]
+                        .iter()
+                        .all(|x| x.is_nan())
+                );
+            }
+        }
     }
 
     /// A product of awkward sizes (an odd input width, a partial panel, every tile height)

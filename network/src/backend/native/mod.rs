@@ -272,6 +272,7 @@ impl NativeBackend {
                         offset: head * dh,
                         d,
                         d_head: dh,
+                        bf16: self.bf16,
                     };
                     let at = (p * h + head) * 4096;
                     let b = bias.then(|| &s.sg_bias[at..at + 4096]);
