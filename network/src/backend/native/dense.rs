@@ -240,18 +240,25 @@ impl Tile<'_> {
         for (r, sums) in acc.iter().enumerate() {
             let v0 = self.act.lanes(sums[0].add(b0));
             let v1 = self.act.lanes(sums[1].add(b1));
-            let row = &mut out[r * ldo..];
-            if self.width == PANEL {
-                v0.store(&mut row[..8]);
-                v1.store(&mut row[8..PANEL]);
-            } else {
-                let mut t = [0f32; PANEL];
-                v0.store(&mut t[..8]);
-                v1.store(&mut t[8..]);
-                row[..self.width].copy_from_slice(&t[..self.width]);
-            }
+            store_panel_row(&mut out[r * ldo..], v0, v1, self.width);
         }
         R
+    }
+}
+
+/// Writes one row of a panel's outputs, the two halves `v0` and `v1`, to the first `width`
+/// (at most [`PANEL`]) values of `row`: straight from the registers for a whole panel,
+/// through a stack copy for the last, partial one.
+#[inline(always)]
+pub(super) fn store_panel_row<L: Lanes>(row: &mut [f32], v0: L, v1: L, width: usize) {
+    if width == PANEL {
+        v0.store(&mut row[..8]);
+        v1.store(&mut row[8..PANEL]);
+    } else {
+        let mut t = [0f32; PANEL];
+        v0.store(&mut t[..8]);
+        v1.store(&mut t[8..]);
+        row[..width].copy_from_slice(&t[..width]);
     }
 }
 

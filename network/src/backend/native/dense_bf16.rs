@@ -28,7 +28,7 @@ use std::arch::x86_64::{
 };
 use std::cell::RefCell;
 
-use super::dense::{DenseW, PANEL};
+use super::dense::{DenseW, PANEL, store_panel_row};
 use super::kernels::Act;
 use super::simd::{Avx2, Lanes};
 
@@ -355,16 +355,7 @@ impl Tile<'_> {
                 );
                 let v0 = self.act.lanes(Avx2(lo).add(b0));
                 let v1 = self.act.lanes(Avx2(hi).add(b1));
-                let row = &mut out[r * ldo + q * PANEL..];
-                if width == PANEL {
-                    v0.store(&mut row[..8]);
-                    v1.store(&mut row[8..PANEL]);
-                } else {
-                    let mut t = [0f32; PANEL];
-                    v0.store(&mut t[..8]);
-                    v1.store(&mut t[8..]);
-                    row[..width].copy_from_slice(&t[..width]);
-                }
+                store_panel_row(&mut out[r * ldo + q * PANEL..], v0, v1, width);
             }
         }
         R
