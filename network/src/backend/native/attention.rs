@@ -24,6 +24,9 @@ pub struct HeadScratch {
     /// The weights and values as bf16 pairs, for the bf16 pass.
     #[cfg(target_arch = "x86_64")]
     pairs: super::dense_bf16::ValuePairs,
+    /// The queries and keys as bf16 pairs, for the bf16 pass's Shaw logits.
+    #[cfg(target_arch = "x86_64")]
+    logit_pairs: super::attention_bf16::LogitPairs,
 }
 
 impl HeadScratch {
@@ -34,6 +37,8 @@ impl HeadScratch {
             keys_t: vec![0.0; d_head * 64],
             #[cfg(target_arch = "x86_64")]
             pairs: Default::default(),
+            #[cfg(target_arch = "x86_64")]
+            logit_pairs: Default::default(),
         }
     }
 }
@@ -56,7 +61,7 @@ pub struct HeadInput<'a> {
 
 /// The first bucket of query square `i`'s window, `15 (7 - rank) + (7 - file)`.
 #[inline(always)]
-fn window_base(i: usize) -> usize {
+pub(super) fn window_base(i: usize) -> usize {
     15 * (7 - i / 8) + (7 - i % 8)
 }
 
@@ -64,10 +69,10 @@ fn window_base(i: usize) -> usize {
 /// `15 * 14 + 14`, plus the eight lanes of the last load.
 const WINDOW_SPAN: usize = 15 * 7 + 8;
 
-/// The head's attention weights `[64, 64]` into `logits`: the softmax over keys of
-/// `q_i . k_j` plus, with Shaw tables, `q_i . rq[b] + k_j . rk[b] + bias[i][j]`
-/// (`b = bucket(i, j)`), plus an additive bias (smolgen's). `queries` are the 64 rows
-/// `stride` apart; `keys_t` is `[d_head, 64]`.
+/// The head's logits `[64, 64]` before their biases and softmax ([`softmax_rows`]): `q_i .
+/// k_j` plus, with Shaw tables, `q_i . rq[b] + k_j . rk[b]` (`b = bucket(i, j)`; the
+/// tables' bias is the triple's third, not read here). `queries` are the 64 rows `stride`
+/// apart; `keys_t` is `[d_head, 64]`.
 #[inline(always)]
 fn logits<L: Lanes>(
     logits: &mut [f32],
@@ -76,7 +81,6 @@ fn logits<L: Lanes>(
     keys_t: &[f32],
     d_head: usize,
     tables: Option<(&[f32], &[f32], &[f32])>,
-    bias: Option<&[f32]>,
 ) {
     assert!(keys_t.len() >= d_head * 64 && logits.len() >= 4096);
     assert!(queries.len() >= 63 * stride + d_head);
@@ -121,10 +125,16 @@ fn logits<L: Lanes>(
             }
         }
     }
+}
+
+/// Each row of `logits` (`[64, 64]`) plus the Shaw tables' bias and the additive bias (both
+/// `[64, 64]`, if any), through a softmax over its keys.
+#[inline(always)]
+fn softmax_rows<L: Lanes>(logits: &mut [f32], table_bias: Option<&[f32]>, bias: Option<&[f32]>) {
     for i in 0..64 {
         let row = &mut logits[i * 64..i * 64 + 64];
         let mut acc: [L; 8] = std::array::from_fn(|rank| L::load(&row[rank * 8..]));
-        if let Some((_, _, table_bias)) = tables {
+        if let Some(table_bias) = table_bias {
             let b = &table_bias[i * 64..i * 64 + 64];
             for (rank, a) in acc.iter_mut().enumerate() {
                 *a = a.add(L::load(&b[rank * 8..]));
@@ -366,39 +376,6 @@ fn weighted_group_at<L: Lanes>(
     even.add(odd).store(out);
 }
 
-/// Adds query `i`'s value-side Shaw term `sum_j a_j rv[bucket(i, j)]` to `out` (`8 G`
-/// channels), for the bf16 pass, whose product `sum_j a_j v_j` is already there. The even
-/// and odd files summed apart, as in [`weighted_groups`].
-#[inline(always)]
-fn add_shaw_values<L: Lanes, const G: usize>(out: &mut [f32], a: &[f32], rv: &[f32], i: usize) {
-    const { assert!(G >= 1 && G <= 8) };
-    let (dh, base) = (8 * G, window_base(i));
-    assert!(a.len() >= 64 && out.len() >= dh);
-    assert!(rv.len() >= (base + 15 * 7 + 8) * dh);
-    let mut even = [L::zero(); G];
-    let mut odd = [L::zero(); G];
-    for rank in 0..8 {
-        let rows = &rv[(base + 15 * rank) * dh..];
-        for file in (0..8).step_by(2) {
-            let j = 8 * rank + file;
-            let (we, wo) = (L::splat(a[j]), L::splat(a[j + 1]));
-            for g in 0..G {
-                // SAFETY: rows `file + 1 <= 7` of the rank's eight, inside the range asserted
-                // above.
-                unsafe {
-                    let r = rows.as_ptr().add(file * dh + 8 * g);
-                    even[g] = even[g].mul_add(we, L::load_ptr(r));
-                    odd[g] = odd[g].mul_add(wo, L::load_ptr(r.add(dh)));
-                }
-            }
-        }
-    }
-    for g in 0..G {
-        let o = &mut out[8 * g..];
-        L::load(o).add(even[g].add(odd[g])).store(o);
-    }
-}
-
 /// One head of one position's attention: writes the head's `d_head` output channels of each
 /// of the 64 rows of `z` (`z[r * z_stride + offset + c]`). `shaw` is the layer's tables (this
 /// is head `head`), `bias` an additive `[64, 64]` logit bias (smolgen's), if any.
@@ -416,23 +393,6 @@ pub fn attend_head<L: Lanes>(
     let bf16 = input.bf16;
     let qkv = input.qkv;
     let keys = &qkv[d + off..];
-    if dh % 8 == 0 {
-        // 8 x 8 blocks through registers.
-        for j in (0..64).step_by(8) {
-            for t in (0..dh).step_by(8) {
-                let rows: [L; 8] = std::array::from_fn(|u| L::load(&keys[(j + u) * stride + t..]));
-                for (u, row) in L::transpose8(rows).into_iter().enumerate() {
-                    row.store(&mut scratch.keys_t[(t + u) * 64 + j..]);
-                }
-            }
-        }
-    } else {
-        for j in 0..64 {
-            for t in 0..dh {
-                scratch.keys_t[t * 64 + j] = keys[j * stride + t];
-            }
-        }
-    }
     let span = dh * BUCKETS;
     let tables = shaw.map(|s| {
         (
@@ -441,6 +401,66 @@ pub fn attend_head<L: Lanes>(
             &s.bias[head * 4096..(head + 1) * 4096],
         )
     });
+    let values = &qkv[2 * d + off..];
+    let table_bias = tables.map(|(_, _, b)| b);
+    #[cfg(target_arch = "x86_64")]
+    if bf16 && dh.is_multiple_of(16) && dh <= 64 && shaw.is_none_or(|s| s.pairs.is_some()) {
+        // The bf16 pass: the Shaw logits in bf16 products (the tables' pairs were packed with
+        // the layers, `NativeWeights::use_bf16`), the softmax straight to the weights' pairs,
+        // `A V` and the value-side Shaw term in bf16 products.
+        let pairs = shaw.and_then(|s| s.pairs.as_ref());
+        // SAFETY: `bf16` is set only where the CPU runs the bf16 products (the layers were
+        // packed for them, `NativeBackend::bf16`).
+        unsafe {
+            match pairs {
+                Some(pairs) => super::attention_bf16::shaw_logits(
+                    &mut scratch.logits,
+                    (&qkv[off..], keys, stride),
+                    dh,
+                    pairs,
+                    head,
+                    &mut scratch.logit_pairs,
+                ),
+                None => {
+                    transpose_keys::<L>(&mut scratch.keys_t, keys, stride, dh);
+                    logits::<L>(
+                        &mut scratch.logits,
+                        &qkv[off..],
+                        stride,
+                        &scratch.keys_t,
+                        dh,
+                        None,
+                    );
+                }
+            }
+            super::attention_bf16::softmax_pairs(
+                &scratch.logits,
+                table_bias,
+                bias,
+                scratch.pairs.weights_mut(),
+            );
+            super::dense_bf16::weighted_values(
+                &mut z[off..],
+                z_stride,
+                values,
+                stride,
+                dh,
+                &mut scratch.pairs,
+            );
+            if let Some(pairs) = pairs {
+                super::attention_bf16::add_shaw_values(
+                    &mut z[off..],
+                    z_stride,
+                    scratch.pairs.weights(),
+                    pairs,
+                    head,
+                    dh,
+                );
+            }
+        }
+        return;
+    }
+    transpose_keys::<L>(&mut scratch.keys_t, keys, stride, dh);
     logits::<L>(
         &mut scratch.logits,
         &qkv[off..],
@@ -448,41 +468,9 @@ pub fn attend_head<L: Lanes>(
         &scratch.keys_t,
         dh,
         tables,
-        bias,
     );
-    let values = &qkv[2 * d + off..];
+    softmax_rows::<L>(&mut scratch.logits, table_bias, bias);
     let rv = shaw.map(|s| &s.rv[head * span..(head + 1) * span]);
-    #[cfg(target_arch = "x86_64")]
-    if bf16 && dh.is_multiple_of(16) && dh <= 64 {
-        // `A V` in bf16 products; the value-side Shaw term, whose rows differ per query,
-        // stays f32.
-        // SAFETY: `bf16` is set only where the CPU runs the bf16 products (the layers were
-        // packed for them, `NativeBackend::bf16`).
-        unsafe {
-            super::dense_bf16::weighted_values(
-                &mut z[off..],
-                z_stride,
-                &scratch.logits,
-                values,
-                stride,
-                dh,
-                &mut scratch.pairs,
-            );
-        }
-        if let Some(rv) = rv {
-            for i in 0..64 {
-                let out = &mut z[i * z_stride + off..i * z_stride + off + dh];
-                let a = &scratch.logits[i * 64..i * 64 + 64];
-                match dh / 8 {
-                    2 => add_shaw_values::<L, 2>(out, a, rv, i),
-                    4 => add_shaw_values::<L, 4>(out, a, rv, i),
-                    6 => add_shaw_values::<L, 6>(out, a, rv, i),
-                    _ => add_shaw_values::<L, 8>(out, a, rv, i),
-                }
-            }
-        }
-        return;
-    }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = bf16;
     for i in 0..64 {
@@ -495,6 +483,29 @@ pub fn attend_head<L: Lanes>(
             rv,
             i,
         );
+    }
+}
+
+/// The head's keys (64 rows `stride` apart, `dh` channels) transposed into `keys_t`
+/// (`[dh, 64]`), for the f32 logits.
+#[inline(always)]
+fn transpose_keys<L: Lanes>(keys_t: &mut [f32], keys: &[f32], stride: usize, dh: usize) {
+    if dh.is_multiple_of(8) {
+        // 8 x 8 blocks through registers.
+        for j in (0..64).step_by(8) {
+            for t in (0..dh).step_by(8) {
+                let rows: [L; 8] = std::array::from_fn(|u| L::load(&keys[(j + u) * stride + t..]));
+                for (u, row) in L::transpose8(rows).into_iter().enumerate() {
+                    row.store(&mut keys_t[(t + u) * 64 + j..]);
+                }
+            }
+        }
+    } else {
+        for j in 0..64 {
+            for t in 0..dh {
+                keys_t[t * 64 + j] = keys[j * stride + t];
+            }
+        }
     }
 }
 

@@ -21,10 +21,11 @@
 //! bound).
 
 use std::arch::x86_64::{
-    __m256bh, __m256i, __m512, __m512bh, __m512i, _mm256_castpd_ps, _mm512_castps_pd,
-    _mm512_castps512_ps256, _mm512_cvtepu16_epi32, _mm512_cvtne2ps_pbh, _mm512_cvtneps_pbh,
-    _mm512_dpbf16_ps, _mm512_extractf64x4_pd, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_or_si512,
-    _mm512_set1_epi32, _mm512_setzero_ps, _mm512_slli_epi32, _mm512_storeu_si512,
+    __m256bh, __m256i, __m512, __m512bh, __m512i, _mm256_castpd_ps, _mm256_storeu_si256,
+    _mm512_castps_pd, _mm512_castps512_ps256, _mm512_cvtepu16_epi32, _mm512_cvtne2ps_pbh,
+    _mm512_cvtneps_pbh, _mm512_dpbf16_ps, _mm512_extractf64x4_pd, _mm512_loadu_ps,
+    _mm512_loadu_si512, _mm512_or_si512, _mm512_set1_epi32, _mm512_setzero_ps, _mm512_slli_epi32,
+    _mm512_storeu_si512,
 };
 use std::cell::RefCell;
 
@@ -36,11 +37,12 @@ use super::simd::{Avx2, Lanes};
 /// them, in the 32 registers of AVX-512. A block's 64 rows per position are eight tiles.
 const ROWS: usize = 8;
 
-/// Whether this CPU runs the bf16 products (AVX-512 F and BF16; AVX2 and FMA for the rest of
-/// the pass).
+/// Whether this CPU runs the bf16 products (AVX-512 F, BF16 and VL, the last for the 256-bit
+/// products of `super::attention_bf16`; AVX2 and FMA for the rest of the pass).
 pub fn supported() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bf16")
+        && std::arch::is_x86_feature_detected!("avx512vl")
         && std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("fma")
 }
@@ -53,20 +55,20 @@ fn bf16_bits(x: f32) -> u32 {
 
 /// Two values as one pair, `lo` in the low half.
 #[inline(always)]
-fn pair(lo: f32, hi: f32) -> u32 {
+pub(super) fn pair(lo: f32, hi: f32) -> u32 {
     bf16_bits(lo) | (bf16_bits(hi) << 16)
 }
 
 /// One input row as pairs: `out[i] = pair(row[2i], row[2i + 1])`, a zero past an odd width.
 /// Thirty-two values at a time by `vcvtne2ps2bf16`, whose 32 bf16 in order are 16 pairs low
-/// half first; the rest one pair at a time. (The instruction reads denormal inputs as zero,
+/// half first, then sixteen by `vcvtneps2bf16`; the rest one pair at a time. (The instruction reads denormal inputs as zero,
 /// where [`bf16_bits`] rounds them; both keep a row's pairs independent of its batch.)
 ///
 /// # Safety
 /// The CPU must run the bf16 products; `out` holds `row.len().div_ceil(2)` pairs.
 #[inline]
 #[target_feature(enable = "avx2,fma,avx512f,avx512bf16")]
-unsafe fn round_row(row: &[f32], out: &mut [u32]) {
+pub(super) unsafe fn round_row(row: &[f32], out: &mut [u32]) {
     let k = row.len();
     assert!(out.len() >= k.div_ceil(2), "pairs of the row");
     let mut c = 0;
@@ -79,6 +81,17 @@ unsafe fn round_row(row: &[f32], out: &mut [u32]) {
             _mm512_storeu_si512(out.as_mut_ptr().add(c / 2) as *mut __m512i, bf);
         }
         c += 32;
+    }
+    if c + 16 <= k {
+        // SAFETY: `c + 16 <= k` values read; `c / 2 + 8 <= k.div_ceil(2)` pairs written.
+        unsafe {
+            let bf = _mm512_cvtneps_pbh(_mm512_loadu_ps(row.as_ptr().add(c)));
+            _mm256_storeu_si256(
+                out.as_mut_ptr().add(c / 2) as *mut __m256i,
+                std::mem::transmute::<__m256bh, __m256i>(bf),
+            );
+        }
+        c += 16;
     }
     let mut halves = row[c..].chunks_exact(2);
     for (o, two) in out[c / 2..].iter_mut().zip(&mut halves) {
@@ -199,14 +212,28 @@ pub struct ValuePairs {
     values: Vec<u32>,
 }
 
+impl ValuePairs {
+    /// The weights of [`weighted_values`], each query's 64 as 32 pairs of keys (`[64, 32]`),
+    /// for its caller to write.
+    pub fn weights_mut(&mut self) -> &mut [u32] {
+        self.weights.resize(64 * 32, 0);
+        &mut self.weights
+    }
+
+    /// The weights as [`ValuePairs::weights_mut`] left them.
+    pub fn weights(&self) -> &[u32] {
+        &self.weights
+    }
+}
+
 /// Zero biases for the panels of [`weighted_values`] (heads of up to 64 channels).
 const NO_BIAS: [f32; 4 * PANEL] = [0.0; 4 * PANEL];
 
 /// One head's `out[i] = sum_j a[i][j] v_j` for the 64 queries `i` in bf16 products: the
-/// weights `a` (`[64, 64]`, row-major) and the values (64 rows `stride` apart, `d_head`
-/// channels each, a multiple of 16 up to 64) rounded to pairs of keys, the sums in f32, each
-/// query's output one chain over the key pairs in order. Query `i`'s output goes to
-/// `out[i * ldo..][..d_head]`.
+/// weights `a`, already pairs of keys in `scratch` ([`ValuePairs::weights_mut`], written by
+/// the softmax), and the values (64 rows `stride` apart, `d_head` channels each, a multiple
+/// of 16 up to 64) rounded to pairs of keys here, the sums in f32, each query's output one
+/// chain over the key pairs in order. Query `i`'s output goes to `out[i * ldo..][..d_head]`.
 ///
 /// The values are the weights of this product, so they are paired here, per head and
 /// position: 16 channels of two keys rounded and interleaved in six instructions.
@@ -217,7 +244,6 @@ const NO_BIAS: [f32; 4 * PANEL] = [0.0; 4 * PANEL];
 pub unsafe fn weighted_values(
     out: &mut [f32],
     ldo: usize,
-    a: &[f32],
     values: &[f32],
     stride: usize,
     d_head: usize,
@@ -227,18 +253,11 @@ pub unsafe fn weighted_values(
         d_head.is_multiple_of(PANEL) && d_head <= NO_BIAS.len(),
         "head width"
     );
-    assert!(
-        a.len() >= 4096 && values.len() >= 63 * stride + d_head,
-        "operands"
-    );
+    assert!(values.len() >= 63 * stride + d_head, "values");
+    assert_eq!(scratch.weights.len(), 64 * 32, "the weights' pairs");
     assert!(out.len() >= 63 * ldo + d_head, "outputs");
     let panels = d_head / PANEL;
-    scratch.weights.resize(64 * 32, 0);
     scratch.values.resize(panels * 32 * PANEL, 0);
-    for (row, pairs) in a.chunks_exact(64).zip(scratch.weights.chunks_exact_mut(32)) {
-        // SAFETY: the caller's promise of the CPU; 32 pairs for 64 weights.
-        unsafe { round_row(row, pairs) };
-    }
     for p in 0..panels {
         for m in 0..32 {
             let (even, odd) = (
@@ -416,7 +435,15 @@ mod tests {
                 .collect();
             let mut out = vec![f32::NAN; 64 * ldo];
             // SAFETY: checked above.
-            unsafe { weighted_values(&mut out, ldo, &a, &v, stride, dh, &mut scratch) };
+            unsafe {
+                for (row, pairs) in a
+                    .chunks_exact(64)
+                    .zip(scratch.weights_mut().chunks_exact_mut(32))
+                {
+                    round_row(row, pairs);
+                }
+                weighted_values(&mut out, ldo, &v, stride, dh, &mut scratch);
+            }
             for i in 0..64 {
                 for c in 0..dh {
                     let terms = (0..64).map(|j| round(a[i * 64 + j]) * round(v[j * stride + c]));

@@ -16,6 +16,8 @@
 //! run time where the CPU has it.
 
 mod attention;
+#[cfg(target_arch = "x86_64")]
+mod attention_bf16;
 mod dense;
 #[cfg(target_arch = "x86_64")]
 mod dense_bf16;

@@ -22,6 +22,24 @@ pub struct ShawW {
     pub rv: Vec<f32>,
     /// Logit bias gathered to (query, key) and scaled, `[H, 64, 64]`.
     pub bias: Vec<f32>,
+    /// Channels per head.
+    pub d_head: usize,
+    /// The tables as bf16 pairs for the bf16 pass (`ShawW::use_bf16`), none in f32.
+    #[cfg(target_arch = "x86_64")]
+    pub pairs: Option<super::attention_bf16::ShawPairs>,
+}
+
+impl ShawW {
+    /// Packs the tables' bf16 pairs, where the CPU runs the bf16 products; returns whether
+    /// it does.
+    pub fn use_bf16(&mut self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if super::dense_bf16::supported() {
+            self.pairs = Some(super::attention_bf16::ShawPairs::pack(self, self.d_head));
+            return true;
+        }
+        false
+    }
 }
 
 /// Smolgen of one layer.
@@ -117,8 +135,9 @@ pub struct NativeWeights {
 }
 
 impl NativeWeights {
-    /// Every dense layer's products in bf16 ([`DenseW::use_bf16`]), the policy's queries
-    /// against its keys aside (they stay f32, packed per position); false where the CPU does
+    /// Every dense layer's products in bf16 ([`DenseW::use_bf16`]) and the Shaw tables'
+    /// pairs ([`ShawW::use_bf16`]), the policy's queries against its keys aside (they stay
+    /// f32, packed per position); false where the CPU does
     /// not run bf16 products (nothing changes then).
     pub fn use_bf16(&mut self) -> bool {
         let mut all: Vec<&mut DenseW> = vec![
@@ -129,6 +148,7 @@ impl NativeWeights {
             &mut self.value.embed,
             &mut self.value.fc1,
         ];
+        let mut shaw_ok = true;
         for layer in &mut self.layers {
             all.extend([
                 &mut layer.qkv,
@@ -136,13 +156,17 @@ impl NativeWeights {
                 &mut layer.ffn1,
                 &mut layer.ffn2,
             ]);
-            if let PositionW::Smolgen(sg) = &mut layer.position {
-                all.extend([&mut sg.compress, &mut sg.dense1, &mut sg.dense2]);
+            match &mut layer.position {
+                PositionW::Smolgen(sg) => {
+                    all.extend([&mut sg.compress, &mut sg.dense1, &mut sg.dense2]);
+                }
+                PositionW::Shaw(tables) => shaw_ok &= tables.use_bf16(),
+                PositionW::None => {}
             }
         }
         all.extend(self.smolgen_gen_t.as_mut());
         // Every layer, not only up to a first refusal (there is none: the CPU check is one).
-        let mut ok = true;
+        let mut ok = shaw_ok;
         for layer in all {
             ok &= layer.use_bf16();
         }
@@ -430,5 +454,8 @@ fn shaw(t: &mut Tensors, a: &str, h: usize, dh: usize, scale: f32) -> Result<Sha
         rk_t,
         rv,
         bias,
+        d_head: dh,
+        #[cfg(target_arch = "x86_64")]
+        pairs: None,
     })
 }
