@@ -324,3 +324,54 @@ fn bench_nn_reports_both_precisions_and_the_accuracy_of_bf16() {
         assert!(kl > 0.0 && kl < 1e-3, "{accuracy}");
     }
 }
+
+/// The native pass computes bf16 its own way, so `bench nn` measures its accuracy on its own,
+/// beside libtorch's: both against libtorch's f32 on the same positions.
+#[test]
+fn bench_nn_measures_the_native_bf16_accuracy_apart() {
+    let args = [
+        "bench",
+        "nn",
+        "--device",
+        "cpu",
+        "--config",
+        "configs/micro.toml",
+        "--batches",
+        "2",
+        "--seconds",
+        "0.05",
+        "--matmul-size",
+        "64",
+        "--backends",
+        "native,tch",
+        "--json",
+    ];
+    let out = run(&args, "1");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bf16 = &report["precisions"][1];
+    assert_eq!(bf16["requested"], "bf16", "{report}");
+    let native_measured = bf16["inference"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["backend"] == "native");
+    let accuracy = report["accuracy"].as_array().unwrap();
+    let by = |backend: &str| accuracy.iter().find(|a| a["backend"] == backend);
+    let tch = by("tch").expect("libtorch's bf16 accuracy");
+    assert_eq!(tch["kind"], "bf16");
+    // The native pass runs bf16 only on a CPU with AVX-512 BF16 (the variable simulates the
+    // check for libtorch alone); where it runs, its accuracy is reported.
+    assert_eq!(by("native").is_some(), native_measured, "{report}");
+    if let Some(native) = by("native") {
+        assert_eq!(native["kind"], "bf16");
+        let kl = native["mean_policy_kl"].as_f64().unwrap();
+        assert!(kl > 0.0 && kl < 1e-3, "{native}");
+        // Not libtorch's figure again: the two passes round differently.
+        assert_ne!(native["mean_policy_kl"], tch["mean_policy_kl"], "{report}");
+        assert!(
+            native["max_value_difference"].as_f64().unwrap() < 0.05,
+            "{native}"
+        );
+        assert_eq!(native["positions"], tch["positions"], "the same positions");
+    }
+}

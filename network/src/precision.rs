@@ -12,6 +12,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
+use crate::backend::{Backend, BackendError, BackendOutputs};
+use crate::encoding::POLICY_SIZE;
 use crate::model::Net;
 
 /// Environment variable that overrides the CPU's bf16 check: `1` claims native support, `0`
@@ -187,22 +189,63 @@ pub fn compare_nets(
     inputs: &Tensor,
     legal: &[Vec<usize>],
 ) -> Option<PrecisionError> {
-    let n = inputs.size().first().copied()? as usize;
-    if legal.len() != n || n == 0 {
-        return None;
-    }
-    let mask = crate::mask::legal_mask_from_indices(legal, Device::Cpu);
-    let play = |net: &Net| -> Option<(Tensor, Tensor)> {
-        tch::no_grad(|| {
-            let out = net.forward_play(inputs);
-            let (_, values) = out.play_values()?;
-            let policy = out.policy.to_device(Device::Cpu).to_kind(Kind::Float);
-            let log_p = crate::mask::mask_illegal(&policy, &mask).log_softmax(-1, Kind::Float);
-            Some((log_p, values.to_device(Device::Cpu)))
-        })
+    let n = positions(inputs, legal)?;
+    let (p, v) = net_outputs(reference, inputs)?;
+    let (q, w) = net_outputs(other, inputs)?;
+    compare(n, (p, v), (q, w), legal)
+}
+
+/// [`compare_nets`] for a backend against the reference net: `other` evaluates the same
+/// inputs through [`Backend::forward`] (e.g. the native pass in bf16 against libtorch's f32).
+/// `Ok(None)` where [`compare_nets`] gives `None`.
+pub fn compare_backend(
+    reference: &Net,
+    other: &mut dyn Backend,
+    inputs: &Tensor,
+    legal: &[Vec<usize>],
+) -> Result<Option<PrecisionError>, BackendError> {
+    let Some(n) = positions(inputs, legal) else {
+        return Ok(None);
     };
-    let (log_p, v) = play(reference)?;
-    let (log_q, w) = play(other)?;
+    let Some(expected) = net_outputs(reference, inputs) else {
+        return Ok(None);
+    };
+    let flat = Vec::<f32>::try_from(inputs.to_kind(Kind::Float).reshape([-1]))
+        .map_err(|e| BackendError::Forward(format!("inputs: {e}")))?;
+    let mut out = BackendOutputs::default();
+    other.forward(&flat, n, &mut out)?;
+    let policy = Tensor::from_slice(&out.policy).view([n as i64, POLICY_SIZE as i64]);
+    let values = Tensor::from_slice(&out.values);
+    Ok(compare(n, expected, (policy, values), legal))
+}
+
+/// The number of positions of `inputs`, where `legal` has one entry for each.
+fn positions(inputs: &Tensor, legal: &[Vec<usize>]) -> Option<usize> {
+    let n = inputs.size().first().copied()? as usize;
+    (legal.len() == n && n > 0).then_some(n)
+}
+
+/// A net's policy logits `[N, 1858]` and values `[N]` on `inputs`, on the CPU in f32.
+fn net_outputs(net: &Net, inputs: &Tensor) -> Option<(Tensor, Tensor)> {
+    tch::no_grad(|| {
+        let out = net.forward_play(inputs);
+        let (_, values) = out.play_values()?;
+        let policy = out.policy.to_device(Device::Cpu).to_kind(Kind::Float);
+        Some((policy, values.to_device(Device::Cpu).to_kind(Kind::Float)))
+    })
+}
+
+/// The comparison of [`compare_nets`] on two sets of outputs of `n` positions.
+fn compare(
+    n: usize,
+    (p, v): (Tensor, Tensor),
+    (q, w): (Tensor, Tensor),
+    legal: &[Vec<usize>],
+) -> Option<PrecisionError> {
+    let mask = crate::mask::legal_mask_from_indices(legal, Device::Cpu);
+    let log_softmax =
+        |policy: &Tensor| crate::mask::mask_illegal(policy, &mask).log_softmax(-1, Kind::Float);
+    let (log_p, log_q) = (log_softmax(&p), log_softmax(&q));
     // Illegal moves are -inf on both sides: p log(p/q) is 0 * nan there, so sum over legal only.
     let terms = (log_p.exp() * (&log_p - &log_q)).where_self(&mask, &Tensor::zeros_like(&log_p));
     let kl = Vec::<f64>::try_from(terms.sum_dim_intlist(-1, false, Kind::Double)).ok()?;

@@ -235,9 +235,11 @@ struct PrecisionReport {
     inference: Vec<InferenceRow>,
 }
 
-/// The accuracy of a lower precision against f32.
+/// The accuracy of a lower precision against libtorch's f32.
 #[derive(Debug, Serialize)]
 struct AccuracyReport {
+    /// The backend computing in the lower precision.
+    backend: String,
     /// The lower precision's kind.
     kind: String,
     /// Where the positions came from.
@@ -339,10 +341,27 @@ pub fn run(args: &NnArgs) -> Result<()> {
             let error = precision::compare_nets(&reference, &other, &inputs, &legal)
                 .ok_or_else(|| user_error("the net has no value head to compare"))?;
             accuracy.push(AccuracyReport {
+                backend: BackendChoice::Tch.to_string(),
                 kind: kind_name(lower),
                 positions_file: args.positions.display().to_string(),
                 error,
             });
+            // The native pass computes bf16 its own way: measured on its own where it runs.
+            let native = args
+                .backends
+                .iter()
+                .any(|c| c.resolve(device, lower) == Ok(BackendChoice::Native));
+            if native {
+                let mut b = NativeBackend::from_net(&reference, lower, legal.len())?;
+                let error = precision::compare_backend(&reference, &mut b, &inputs, &legal)?
+                    .ok_or_else(|| user_error("the net has no value head to compare"))?;
+                accuracy.push(AccuracyReport {
+                    backend: BackendChoice::Native.to_string(),
+                    kind: kind_name(lower),
+                    positions_file: args.positions.display().to_string(),
+                    error,
+                });
+            }
         }
         let measured = !resolved.fell_back && !kinds_done.contains(&kind);
         let mut report = PrecisionReport {
@@ -474,7 +493,8 @@ fn print_report(report: &NnReport) {
     }
     for a in &report.accuracy {
         println!(
-            "{} against f32 on {} positions of {}: policy KL mean {:.2e} max {:.2e} nats; value difference mean {:.2e} max {:.2e}",
+            "{} {} against libtorch f32 on {} positions of {}: policy KL mean {:.2e} max {:.2e} nats; value difference mean {:.2e} max {:.2e}",
+            a.backend,
             a.kind,
             a.error.positions,
             a.positions_file,
