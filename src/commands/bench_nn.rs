@@ -338,14 +338,17 @@ pub fn run(args: &NnArgs) -> Result<()> {
             reference.prepare_serving(Kind::Float, legal.len());
             let mut other = make_net(&config, args.net.as_deref(), device)?;
             other.prepare_serving(lower, legal.len());
-            let error = precision::compare_nets(&reference, &other, &inputs, &legal)
-                .ok_or_else(|| user_error("the net has no value head to compare"))?;
-            accuracy.push(AccuracyReport {
-                backend: BackendChoice::Tch.to_string(),
-                kind: kind_name(lower),
-                positions_file: args.positions.display().to_string(),
-                error,
-            });
+            let report = |backend: BackendChoice, error: Option<PrecisionError>| {
+                Ok::<_, anyhow::Error>(AccuracyReport {
+                    backend: backend.to_string(),
+                    kind: kind_name(lower),
+                    positions_file: args.positions.display().to_string(),
+                    error: error
+                        .ok_or_else(|| user_error("the net has no value head to compare"))?,
+                })
+            };
+            let error = precision::compare_nets(&reference, &other, &inputs, &legal);
+            accuracy.push(report(BackendChoice::Tch, error)?);
             // The native pass computes bf16 its own way: measured on its own where it runs.
             let native = args
                 .backends
@@ -353,14 +356,8 @@ pub fn run(args: &NnArgs) -> Result<()> {
                 .any(|c| c.resolve(device, lower) == Ok(BackendChoice::Native));
             if native {
                 let mut b = NativeBackend::from_net(&reference, lower, legal.len())?;
-                let error = precision::compare_backend(&reference, &mut b, &inputs, &legal)?
-                    .ok_or_else(|| user_error("the net has no value head to compare"))?;
-                accuracy.push(AccuracyReport {
-                    backend: BackendChoice::Native.to_string(),
-                    kind: kind_name(lower),
-                    positions_file: args.positions.display().to_string(),
-                    error,
-                });
+                let error = precision::compare_backend(&reference, &mut b, &inputs, &legal)?;
+                accuracy.push(report(BackendChoice::Native, error)?);
             }
         }
         let measured = !resolved.fell_back && !kinds_done.contains(&kind);

@@ -9,6 +9,10 @@
 //! too (`[d_head, 64]`), one row of logits is, for each channel `t`, eight vectors of eight
 //! keys: `q_i[t] (k[t] + rq[t][window]) + k[t] rk[t][window]`. The value-side term adds
 //! `rv[bucket(i, j)]` to `v_j` under the same weights.
+//!
+//! This file computes in f32 on [`Lanes`]; the bf16 pass runs the same windows in bf16
+//! products (`super::attention_bf16`, `super::dense_bf16::weighted_values`) and keeps only
+//! the f32 logits of nets without Shaw tables from here.
 
 use super::simd::Lanes;
 use super::weights::ShawW;
@@ -421,17 +425,7 @@ pub fn attend_head<L: Lanes>(
                     head,
                     &mut scratch.logit_pairs,
                 ),
-                None => {
-                    transpose_keys::<L>(&mut scratch.keys_t, keys, stride, dh);
-                    logits::<L>(
-                        &mut scratch.logits,
-                        &qkv[off..],
-                        stride,
-                        &scratch.keys_t,
-                        dh,
-                        None,
-                    );
-                }
+                None => f32_logits::<L>(scratch, (&qkv[off..], keys, stride), dh, None),
             }
             super::attention_bf16::softmax_pairs(
                 &scratch.logits,
@@ -460,15 +454,7 @@ pub fn attend_head<L: Lanes>(
         }
         return;
     }
-    transpose_keys::<L>(&mut scratch.keys_t, keys, stride, dh);
-    logits::<L>(
-        &mut scratch.logits,
-        &qkv[off..],
-        stride,
-        &scratch.keys_t,
-        dh,
-        tables,
-    );
+    f32_logits::<L>(scratch, (&qkv[off..], keys, stride), dh, tables);
     softmax_rows::<L>(&mut scratch.logits, table_bias, bias);
     let rv = shaw.map(|s| &s.rv[head * span..(head + 1) * span]);
     #[cfg(not(target_arch = "x86_64"))]
@@ -484,6 +470,26 @@ pub fn attend_head<L: Lanes>(
             i,
         );
     }
+}
+
+/// [`logits`] into the scratch's tile from the head's 64 query and key rows (`stride` apart,
+/// `dh` channels), the keys transposed first.
+#[inline(always)]
+fn f32_logits<L: Lanes>(
+    scratch: &mut HeadScratch,
+    (queries, keys, stride): (&[f32], &[f32], usize),
+    dh: usize,
+    tables: Option<(&[f32], &[f32], &[f32])>,
+) {
+    transpose_keys::<L>(&mut scratch.keys_t, keys, stride, dh);
+    logits::<L>(
+        &mut scratch.logits,
+        queries,
+        stride,
+        &scratch.keys_t,
+        dh,
+        tables,
+    );
 }
 
 /// The head's keys (64 rows `stride` apart, `dh` channels) transposed into `keys_t`

@@ -1,6 +1,7 @@
-//! Attention's Shaw terms in bf16 products, for the bf16 pass on CPUs with AVX-512 BF16: the
-//! logits `q_i . k_j + q_i . rq[b] + k_j . rk[b]` and the value-side term `sum_j a_ij rv[b]`
-//! (`b = bucket(i, j)`), which in f32 were two thirds of the tiny net's attention.
+//! Attention's Shaw terms and softmax for the bf16 pass on CPUs with AVX-512 BF16: the logits
+//! `q_i . k_j + q_i . rq[b] + k_j . rk[b]` and the value-side term `sum_j a_ij rv[b]` (`b =
+//! bucket(i, j)`) in bf16 products, and the softmax straight to the weights' bf16 pairs;
+//! in f32 the three were nearly half of the tiny net's pass.
 //!
 //! Both keep [`super::attention`]'s windows: query `i`'s 64 buckets are eight runs of eight
 //! consecutive ones, one per key rank. `vdpbf16ps` multiplies pairs, so the tables are packed
@@ -13,8 +14,11 @@
 //!   f32 spent two multiply-adds and an add per channel.
 //! - The value-side term reduces over keys, so `rv` pairs bucket `b` with `b + 1` channel by
 //!   channel, `[225, d_head]` per head: the weights' key pairs (files `2f` and `2f + 1` of a
-//!   rank, already paired for `A V`) meet buckets `b` and `b + 1` of their window, 16
-//!   channels an instruction where f32 did 8 keys' worth of one channel group.
+//!   rank, already paired for `A V`) meet buckets `b` and `b + 1` of their window: sixteen
+//!   channels of two keys an instruction, where an f32 FMA did eight channels of one key.
+//!
+//! The softmax ([`softmax_pairs`]) works on 512-bit rows and never stores the f32 weights:
+//! `A V` (`super::dense_bf16::weighted_values`) and the value-side term read their pairs.
 //!
 //! Rounding `q`, `k` and the tables to bf16 moves a logit by about 2^-9 of the sum of its
 //! terms' magnitudes, as in the dense products; the net's bound against libtorch's f32 is
@@ -41,8 +45,9 @@ pub struct ShawPairs {
 }
 
 impl ShawPairs {
-    /// Packs `w`'s tables of heads `d_head` channels wide.
-    pub fn pack(w: &ShawW, d_head: usize) -> ShawPairs {
+    /// Packs `w`'s tables.
+    pub fn pack(w: &ShawW) -> ShawPairs {
+        let d_head = w.d_head;
         let tp = d_head.div_ceil(2);
         let heads = w.rv.len() / (BUCKETS * d_head).max(1);
         let mut rq = vec![0; heads * tp * BUCKETS];
@@ -105,7 +110,6 @@ pub struct LogitPairs {
 /// # Safety
 /// The CPU must run the bf16 products (`super::dense_bf16::supported`).
 #[target_feature(enable = "avx2,fma,avx512f,avx512bf16,avx512vl")]
-#[allow(clippy::too_many_arguments)]
 pub unsafe fn shaw_logits(
     logits: &mut [f32],
     (queries, keys, stride): (&[f32], &[f32], usize),
@@ -143,9 +147,9 @@ pub unsafe fn shaw_logits(
             scratch.keys[t * 64 + j] = p;
         }
     }
-    // The windows reach from `t * BUCKETS + window_base(63)` up to `t * BUCKETS +
-    // window_base(0) + 15 * 7 + 8`, inside the head's `tp * BUCKETS` (checked by the slices:
-    // `window_base(0) + 15 * 7 + 8 <= BUCKETS`, `super::attention`'s test).
+    // The windows of row `t` reach from `t * BUCKETS + window_base(63)` up to `t * BUCKETS +
+    // window_base(0) + 15 * 7 + 8`, inside the head's `tp * BUCKETS` pairs of each table
+    // (`window_base(0) + 15 * 7 + 8 <= BUCKETS`, `super::attention`'s test).
     let (qp, kp) = (scratch.queries.as_ptr(), scratch.keys.as_ptr());
     let (rqp, rkp) = (rq.as_ptr(), rk.as_ptr());
     for file in 0..8 {
@@ -418,7 +422,7 @@ mod tests {
         for dh in [2, 16, 32, 48] {
             let (heads, stride) = (2, dh + 3);
             let w = tables(heads, dh);
-            let pairs = ShawPairs::pack(&w, dh);
+            let pairs = ShawPairs::pack(&w);
             let (q, k) = (values(64 * stride, 5), values(64 * stride, 6));
             for head in 0..heads {
                 let mut logits = vec![f32::NAN; 4096];
@@ -462,7 +466,7 @@ mod tests {
         for dh in [16, 32, 48, 64] {
             let (heads, ldo) = (2, dh + 5);
             let w = tables(heads, dh);
-            let pairs = ShawPairs::pack(&w, dh);
+            let pairs = ShawPairs::pack(&w);
             // Weight pairs of keys (2m, 2m + 1), low half first, as the softmax writes them.
             let a: Vec<f32> = values(4096, 7).iter().map(|x| x.abs() / 64.0).collect();
             let weights: Vec<u32> = a

@@ -35,7 +35,7 @@ impl ShawW {
     pub fn use_bf16(&mut self) -> bool {
         #[cfg(target_arch = "x86_64")]
         if super::dense_bf16::supported() {
-            self.pairs = Some(super::attention_bf16::ShawPairs::pack(self, self.d_head));
+            self.pairs = Some(super::attention_bf16::ShawPairs::pack(self));
             return true;
         }
         false
