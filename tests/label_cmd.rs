@@ -486,7 +486,41 @@ fn learn_trains_on_teacher_labels() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(stderr.contains("40 labels from 1 files"), "{stderr}");
+    assert!(
+        stderr.contains("policy targets at temperature 0.05"),
+        "{stderr}"
+    );
     assert!(run.join("nets/gen-0001.safetensors").is_file());
+
+    // The config's `[teacher] temperature` makes the targets of `--data teacher:` too, as it
+    // does those of a teacher beside self-play.
+    let config = s.dir.join("micro-warm.toml");
+    let mut text = std::fs::read_to_string(micro_config()).unwrap();
+    text.push_str("\n[teacher]\ntemperature = 0.2\n");
+    std::fs::write(&config, text).unwrap();
+    let o = cfzero(&[
+        "learn",
+        "--device",
+        "cpu",
+        "--config",
+        config.to_str().unwrap(),
+        "--run",
+        s.dir.join("run-warm").to_str().unwrap(),
+        "--data",
+        &format!("teacher:{}", labels.display()),
+        "--steps",
+        "1",
+        "--steps-per-generation",
+        "1",
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("policy targets at temperature 0.2"),
+        "{stderr}"
+    );
 }
 
 /// A label move survives its 16-bit form for every legal move of a few positions, castling

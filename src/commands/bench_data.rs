@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use cfzero_trainer::sample::{HostBatch, SampleScratch, TargetOptions};
 use cfzero_trainer::source::pgn::PgnFilters;
+use cfzero_trainer::source::teacher::DEFAULT_TEMPERATURE;
 use cfzero_trainer::{QTarget, Split};
 use clap::Args;
 use rand::SeedableRng;
@@ -36,6 +37,9 @@ pub fn run(args: &DataBenchArgs) -> Result<()> {
         max_positions: args.max_positions.max(1),
         validation_share: 0.0,
         filters: PgnFilters::default(),
+        // No config here: the teacher's default target, whose cost is the same at any
+        // temperature.
+        teacher_temperature: DEFAULT_TEMPERATURE,
     };
     let targets = TargetOptions {
         q_target: QTarget::Best,

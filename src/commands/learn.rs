@@ -182,6 +182,7 @@ fn run_on_data(learn: &LearnArgs) -> Result<()> {
             min_rating: learn.min_rating,
             min_base_seconds: learn.min_base_seconds,
         },
+        teacher_temperature: config.teacher.temperature as f32,
     };
     let mut sources = Vec::new();
     for (i, spec) in learn.data.iter().enumerate() {

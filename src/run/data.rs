@@ -10,7 +10,7 @@ use cfzero_trainer::SampleSource;
 use cfzero_trainer::source::Split;
 use cfzero_trainer::source::lc0::{Lc0Limits, Lc0Source};
 use cfzero_trainer::source::pgn::{PgnFilters, PgnLimits, PgnSource};
-use cfzero_trainer::source::teacher::{DEFAULT_TEMPERATURE, TeacherLimits, TeacherSource};
+use cfzero_trainer::source::teacher::{TeacherLimits, TeacherSource};
 
 use crate::error::user_error;
 
@@ -49,6 +49,8 @@ pub struct DataOptions {
     pub validation_share: f64,
     /// PGN game filters.
     pub filters: PgnFilters,
+    /// Temperature of the policy target of `teacher:` sources (`[teacher] temperature`).
+    pub teacher_temperature: f32,
 }
 
 /// Opens `spec`, printing what it holds and how fast it was read; a source that cannot be
@@ -95,19 +97,20 @@ pub fn open(spec: &DataSpec, options: &DataOptions) -> Result<Arc<dyn SampleSour
             let limits = TeacherLimits {
                 max_positions: options.max_positions,
                 validation_share: options.validation_share,
-                temperature: DEFAULT_TEMPERATURE,
+                temperature: options.teacher_temperature,
             };
             let source = TeacherSource::open(path, limits)
                 .map_err(|e| user_error(format!("teacher:{}: {e}", path.display())))?;
             let s = source.stats();
             eprintln!(
-                "teacher:{}: {} labels from {} files; {} positions without a label, {} labels that do not fit their position, {} files ending in a partial entry",
+                "teacher:{}: {} labels from {} files; {} positions without a label, {} labels that do not fit their position, {} files ending in a partial entry; policy targets at temperature {}",
                 path.display(),
                 s.labels,
                 s.files,
                 s.skipped,
                 s.invalid,
-                s.torn
+                s.torn,
+                options.teacher_temperature
             );
             Arc::new(source)
         }
