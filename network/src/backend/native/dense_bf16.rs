@@ -165,40 +165,8 @@ pub unsafe fn dense(
             // SAFETY: the caller's promise of the CPU; `out` holds `kp` pairs.
             unsafe { round_row(&src[r * stride..][..k], out) };
         }
-        let panels = n.div_ceil(PANEL);
-        let mut p = 0;
-        while p < panels {
-            // Two panels a tile where two are left: each broadcast input pair then feeds two
-            // products, and sixteen running sums hide `vdpbf16ps`'s latency.
-            let group = if panels - p >= 2 { 2 } else { 1 };
-            let c0 = p * PANEL;
-            let tile = Tile {
-                panels: &pairs[p * kp * PANEL..(p + group) * kp * PANEL],
-                bias: &bias[c0..(p + group) * PANEL],
-                act,
-                width: (group * PANEL).min(n - c0),
-                kp,
-            };
-            let mut r = 0;
-            while r < rows {
-                let (a, out) = (&input[r * kp..rows * kp], &mut dst[r * n + c0..]);
-                // SAFETY: the CPU has the features (the caller's promise); the tile checks
-                // its own ranges.
-                r += unsafe {
-                    match (group, rows - r) {
-                        (2, ROWS..) => tile.run::<ROWS, 2>(a, out, n),
-                        (2, 4..ROWS) => tile.run::<4, 2>(a, out, n),
-                        (2, 2 | 3) => tile.run::<2, 2>(a, out, n),
-                        (2, _) => tile.run::<1, 2>(a, out, n),
-                        (_, ROWS..) => tile.run::<ROWS, 1>(a, out, n),
-                        (_, 4..ROWS) => tile.run::<4, 1>(a, out, n),
-                        (_, 2 | 3) => tile.run::<2, 1>(a, out, n),
-                        _ => tile.run::<1, 1>(a, out, n),
-                    }
-                };
-            }
-            p += group;
-        }
+        // SAFETY: the caller's promise of the CPU.
+        unsafe { products(&input[..rows * kp], kp, (pairs, bias, act), n, dst, n) };
     });
 }
 
@@ -279,26 +247,66 @@ pub unsafe fn weighted_values(
             }
         }
     }
+    // SAFETY: the caller's promise of the CPU.
+    unsafe {
+        products(
+            &scratch.weights,
+            32,
+            (&scratch.values, &NO_BIAS, Act::Identity),
+            d_head,
+            out,
+            ldo,
+        )
+    };
+}
+
+/// `out[r * ldo..][..n] = act(a_r w + bias)` for each row `r` of input pairs `a` (`kp` a row)
+/// against the panels of pairs `w` (`kp * PANEL` each, `n.div_ceil(PANEL)` of them) and their
+/// biases (padded to whole panels): the rows in tiles of [`ROWS`] (fewer at the end), two
+/// panels a tile where two are left, each broadcast input pair then feeding two products so
+/// that sixteen running sums hide `vdpbf16ps`'s latency.
+///
+/// # Safety
+/// The CPU must run the bf16 products.
+#[inline]
+#[target_feature(enable = "avx2,fma,avx512f,avx512bf16")]
+unsafe fn products(
+    a: &[u32],
+    kp: usize,
+    (w, bias, act): (&[u32], &[f32], Act),
+    n: usize,
+    out: &mut [f32],
+    ldo: usize,
+) {
+    let rows = a.len() / kp.max(1);
+    let panels = n.div_ceil(PANEL);
     let mut p = 0;
     while p < panels {
         let group = if panels - p >= 2 { 2 } else { 1 };
+        let c0 = p * PANEL;
         let tile = Tile {
-            panels: &scratch.values[p * 32 * PANEL..(p + group) * 32 * PANEL],
-            bias: &NO_BIAS[..group * PANEL],
-            act: Act::Identity,
-            width: group * PANEL,
-            kp: 32,
+            panels: &w[p * kp * PANEL..(p + group) * kp * PANEL],
+            bias: &bias[c0..(p + group) * PANEL],
+            act,
+            width: (group * PANEL).min(n - c0),
+            kp,
         };
-        for r in (0..64).step_by(ROWS) {
-            let (w, o) = (&scratch.weights[r * 32..], &mut out[r * ldo + p * PANEL..]);
+        let mut r = 0;
+        while r < rows {
+            let (a, out) = (&a[r * kp..], &mut out[r * ldo + c0..]);
             // SAFETY: the caller's promise of the CPU; the tile checks its own ranges.
-            unsafe {
-                if group == 2 {
-                    tile.run::<ROWS, 2>(w, o, ldo);
-                } else {
-                    tile.run::<ROWS, 1>(w, o, ldo);
+            r += unsafe {
+                match (group, rows - r) {
+                    (2, ROWS..) => tile.run::<ROWS, 2>(a, out, ldo),
+                    (2, 4..ROWS) => tile.run::<4, 2>(a, out, ldo),
+                    (2, 2 | 3) => tile.run::<2, 2>(a, out, ldo),
+                    (2, _) => tile.run::<1, 2>(a, out, ldo),
+                    (_, ROWS..) => tile.run::<ROWS, 1>(a, out, ldo),
+                    (_, 4..ROWS) => tile.run::<4, 1>(a, out, ldo),
+                    (_, 2 | 3) => tile.run::<2, 1>(a, out, ldo),
+                    _ => tile.run::<1, 1>(a, out, ldo),
                 }
-            }
+            };
         }
         p += group;
     }
