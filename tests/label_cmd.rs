@@ -465,26 +465,32 @@ fn learn_trains_on_teacher_labels() {
     let s = setup(&fens, &t);
     let labels = s.dir.join("labels.cfl");
     run_ok(&mut label_cmd(&s, &labels, &[], &[]));
+    // `learn` on the labels alone from `config` into `run`, `steps` steps in one generation;
+    // its stderr.
+    let learn = |config: &Path, run: &Path, steps: &str| {
+        let o = cfzero(&[
+            "learn",
+            "--device",
+            "cpu",
+            "--config",
+            config.to_str().unwrap(),
+            "--run",
+            run.to_str().unwrap(),
+            "--data",
+            &format!("teacher:{}", labels.display()),
+            "--steps",
+            steps,
+            "--steps-per-generation",
+            steps,
+        ])
+        .output()
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{stderr}");
+        stderr
+    };
     let run = s.dir.join("run");
-    let o = cfzero(&[
-        "learn",
-        "--device",
-        "cpu",
-        "--config",
-        micro_config().to_str().unwrap(),
-        "--run",
-        run.to_str().unwrap(),
-        "--data",
-        &format!("teacher:{}", labels.display()),
-        "--steps",
-        "2",
-        "--steps-per-generation",
-        "2",
-    ])
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
+    let stderr = learn(&micro_config(), &run, "2");
     assert!(stderr.contains("40 labels from 1 files"), "{stderr}");
     assert!(
         stderr.contains("policy targets at temperature 0.05"),
@@ -498,25 +504,7 @@ fn learn_trains_on_teacher_labels() {
     let mut text = std::fs::read_to_string(micro_config()).unwrap();
     text.push_str("\n[teacher]\ntemperature = 0.2\n");
     std::fs::write(&config, text).unwrap();
-    let o = cfzero(&[
-        "learn",
-        "--device",
-        "cpu",
-        "--config",
-        config.to_str().unwrap(),
-        "--run",
-        s.dir.join("run-warm").to_str().unwrap(),
-        "--data",
-        &format!("teacher:{}", labels.display()),
-        "--steps",
-        "1",
-        "--steps-per-generation",
-        "1",
-    ])
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
+    let stderr = learn(&config, &s.dir.join("run-warm"), "1");
     assert!(
         stderr.contains("policy targets at temperature 0.2"),
         "{stderr}"

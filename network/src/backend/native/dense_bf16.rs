@@ -61,8 +61,9 @@ pub(super) fn pair(lo: f32, hi: f32) -> u32 {
 
 /// One input row as pairs: `out[i] = pair(row[2i], row[2i + 1])`, a zero past an odd width.
 /// Thirty-two values at a time by `vcvtne2ps2bf16`, whose 32 bf16 in order are 16 pairs low
-/// half first, then sixteen by `vcvtneps2bf16`; the rest one pair at a time. (The instruction reads denormal inputs as zero,
-/// where [`bf16_bits`] rounds them; both keep a row's pairs independent of its batch.)
+/// half first, then sixteen by `vcvtneps2bf16`; the rest one pair at a time. (The
+/// instructions read denormal inputs as zero, where [`bf16_bits`] rounds them; both keep a
+/// row's pairs independent of its batch.)
 ///
 /// # Safety
 /// The CPU must run the bf16 products; `out` holds `row.len().div_ceil(2)` pairs.
@@ -236,12 +237,7 @@ pub unsafe fn weighted_values(
             // SAFETY: 16 values read from each row and 16 pairs written, checked by the
             // slices above.
             unsafe {
-                let lo = _mm512_cvtepu16_epi32(std::mem::transmute::<__m256bh, __m256i>(
-                    _mm512_cvtneps_pbh(_mm512_loadu_ps(even.as_ptr())),
-                ));
-                let hi = _mm512_cvtepu16_epi32(std::mem::transmute::<__m256bh, __m256i>(
-                    _mm512_cvtneps_pbh(_mm512_loadu_ps(odd.as_ptr())),
-                ));
+                let (lo, hi) = (widened_bf16(even.as_ptr()), widened_bf16(odd.as_ptr()));
                 let both = _mm512_or_si512(lo, _mm512_slli_epi32::<16>(hi));
                 _mm512_storeu_si512(dst.as_mut_ptr() as *mut __m512i, both);
             }
@@ -258,6 +254,21 @@ pub unsafe fn weighted_values(
             ldo,
         )
     };
+}
+
+/// Sixteen values from `p` rounded to bf16, each in the low half of a 32-bit lane.
+///
+/// # Safety
+/// The CPU must run the bf16 products; `p` points at sixteen readable values.
+#[inline]
+#[target_feature(enable = "avx2,fma,avx512f,avx512bf16")]
+unsafe fn widened_bf16(p: *const f32) -> __m512i {
+    // SAFETY: the caller's promise.
+    unsafe {
+        _mm512_cvtepu16_epi32(std::mem::transmute::<__m256bh, __m256i>(
+            _mm512_cvtneps_pbh(_mm512_loadu_ps(p)),
+        ))
+    }
 }
 
 /// `out[r * ldo..][..n] = act(a_r w + bias)` for each row `r` of input pairs `a` (`kp` a row)

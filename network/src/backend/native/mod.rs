@@ -156,9 +156,9 @@ impl NativeBackend {
     }
 
     /// The same backend with its dense products in bf16 (`dense_bf16`: weights and product
-    /// inputs rounded to bf16, sums in f32; so is attention's `A V`, while the attention
-    /// logits, norms and the policy's query-key products stay f32), or why not: only a CPU
-    /// with AVX-512 BF16 ([`bf16_supported`]) runs them.
+    /// inputs rounded to bf16, sums in f32; so is attention, its Shaw logits, softmax
+    /// weights and `A V` (`attention_bf16`), while norms and the policy's query-key products
+    /// stay f32), or why not: only a CPU with AVX-512 BF16 ([`bf16_supported`]) runs them.
     pub fn bf16(mut self) -> Result<NativeBackend, BackendError> {
         // The layers pack their bf16 pairs only where the CPU runs them (`DenseW::use_bf16`
         // checks, and the products rely on it), so their answer is the CPU's.
