@@ -48,14 +48,9 @@ fn score(i: usize, salt: usize) -> Value {
     }
 }
 
-/// Win probability of a table score, written out by hand: Lichess's logistic for
-/// centipawns, 1 and 0 for mates, `(W + D/2) / 1000` when a W/D/L is given.
+/// Action value of a table score, written out by hand: Lichess's logistic for centipawns,
+/// 1 and 0 for mates, whatever W/D/L comes with the score (ChessBench's action value).
 fn expected(score: &Value) -> f64 {
-    if let Some(wdl) = score.get("wdl") {
-        let w = wdl[0].as_f64().unwrap();
-        let d = wdl[1].as_f64().unwrap();
-        return (w + d / 2.0) / 1000.0;
-    }
     if let Some(m) = score.get("mate") {
         return if m.as_i64().unwrap() > 0 { 1.0 } else { 0.0 };
     }
@@ -63,7 +58,7 @@ fn expected(score: &Value) -> f64 {
     1.0 / (1.0 + (-0.003_682_08 * cp).exp())
 }
 
-/// The table's W/D/L of a score: its own, else `[p, 0, 1 - p]`.
+/// The table's W/D/L of a score: its own, else `[p, 0, 1 - p]` of the action value.
 fn expected_wdl(score: &Value) -> [f64; 3] {
     if let Some(wdl) = score.get("wdl") {
         let v: Vec<f64> = (0..3).map(|i| wdl[i].as_f64().unwrap() / 1000.0).collect();
@@ -493,7 +488,7 @@ fn learn_trains_on_teacher_labels() {
     let stderr = learn(&micro_config(), &run, "2");
     assert!(stderr.contains("40 labels from 1 files"), "{stderr}");
     assert!(
-        stderr.contains("policy targets at temperature 0.05"),
+        stderr.contains("policy targets at temperature 0.02"),
         "{stderr}"
     );
     assert!(run.join("nets/gen-0001.safetensors").is_file());

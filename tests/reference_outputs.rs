@@ -215,9 +215,10 @@ fn the_reference_training_step_matches_cfzero() {
     let net = noisy_net(&python, &micro_config(), dir);
 
     // cfzero's learner: NAdam with decoupled weight decay, clipping on (the noisy net's
-    // gradients are larger than 1), no warm-up, no SWA.
+    // gradients are larger than 1), no warm-up, no SWA; f32 as the reference runs (`auto`
+    // would train in bf16 on a CPU with avx512_bf16).
     let config: TrainConfig = toml::from_str(
-        "batch_size = 16\ngrad_clip = 1.0\nweight_decay = 0.0001\nswa_every = 0\n[lr]\npeak = 0.001\n",
+        "batch_size = 16\ngrad_clip = 1.0\nweight_decay = 0.0001\nswa_every = 0\nprecision = \"f32\"\n[lr]\npeak = 0.001\n",
     )
     .unwrap();
     let mut learner = Learner::new(load_net(&net, Device::Cpu).unwrap(), config);

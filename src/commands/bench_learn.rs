@@ -52,7 +52,7 @@ pub struct LearnBenchArgs {
     /// `cfzero train --teacher`; the config's `[teacher]` table says how).
     #[arg(long, value_name = "COMMAND")]
     pub teacher: Option<String>,
-    /// Precision of the training steps (f32, or bf16 autocast), instead of the config's.
+    /// Precision of the training steps (auto, f32, or bf16 autocast), instead of the config's.
     #[arg(long, value_name = "PRECISION")]
     pub train_precision: Option<cfzero_trainer::TrainPrecision>,
     /// Games against each opponent (each opening with both colours, in file order).

@@ -30,7 +30,8 @@ pub struct TrainBenchArgs {
     #[arg(long, default_value = "auto")]
     pub device: String,
     /// Precisions of the step, measured one after the other from the same initial weights:
-    /// f32, bf16 (autocast, see `train.precision`), or both (`f32,bf16`).
+    /// f32, bf16 (autocast, see `train.precision`), auto (what a run picks here), or several
+    /// (`f32,bf16`).
     #[arg(long, value_delimiter = ',', default_value = "f32")]
     pub precision: Vec<String>,
     /// Positions per step (default: the config's `train.batch_size`).
@@ -99,11 +100,15 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
                 ..config.train.clone()
             },
         );
+        let name = match learner.precision() {
+            (resolved, _) if precision == TrainPrecision::Auto => format!("{resolved} (auto)"),
+            (resolved, _) => resolved.to_string(),
+        };
         let pb = bar(args.steps as u64 + 1, "train", "steps");
-        pb.set_message(format!("{precision} warm-up"));
+        pb.set_message(format!("{name} warm-up"));
         let first_loss = learner.step(&batch).loss;
         pb.inc(1);
-        pb.set_message(precision.to_string());
+        pb.set_message(name.clone());
         let start = Instant::now();
         let mut last_loss = first_loss;
         for _ in 0..args.steps {
@@ -114,7 +119,7 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
         pb.finish_and_clear();
         let samples_per_second = (args.steps * batch_size) as f64 / seconds;
         rows.push(TrainRow {
-            precision: precision.to_string(),
+            precision: name,
             seconds,
             samples_per_second,
             milliseconds_per_step: 1e3 * seconds / args.steps as f64,

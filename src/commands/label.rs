@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use cfzero_eval::uci_client::{UciLimit, parse_option};
 use cfzero_selfplay::replay::replay;
-use cfzero_teacher::label_file::{LabelEntry, LabelHeader, LabelWriter};
+use cfzero_teacher::label_file::{ActionValues, LabelEntry, LabelHeader, LabelWriter};
 use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
 use cfzero_teacher::{Method, Resumed};
 use cfzero_trainer::source::pgn::{PgnFilters, open_pgn, parse_games};
@@ -195,6 +195,7 @@ pub fn run(args: &LabelArgs) -> Result<()> {
         limit: limit.to_string(),
         method: args.method,
         source: args.from.clone(),
+        action_values: ActionValues::Centipawns,
     };
     let max = args.max_positions.unwrap_or(usize::MAX);
     let positions = positions(&args.from, max)?;

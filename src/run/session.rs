@@ -83,8 +83,9 @@ pub struct RunArgs {
     /// Recorded in the run's frozen config.
     #[arg(long, value_name = "COMMAND")]
     pub teacher: Option<String>,
-    /// Precision of the training steps, instead of the config's `train.precision`: f32, or
-    /// bf16 (autocast: bf16 products, f32 weights). Recorded in the run's frozen config.
+    /// Precision of the training steps, instead of the config's `train.precision`: auto (bf16
+    /// on a CPU with avx512_bf16, else f32), f32, or bf16 (autocast: bf16 products, f32
+    /// weights). Recorded in the run's frozen config.
     #[arg(long, value_name = "PRECISION")]
     pub train_precision: Option<TrainPrecision>,
 }
@@ -305,8 +306,9 @@ impl Session {
                 session.window_positions()
             );
         }
+        let (precision, why) = session.learner.precision();
         eprintln!(
-            "run {}: generation {generation}, {} parameters, device {device:?}",
+            "run {}: generation {generation}, {} parameters, device {device:?}, training in {precision} ({why})",
             session.location,
             session.learner.net().parameter_count()
         );

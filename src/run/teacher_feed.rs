@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::replay::replay;
-use cfzero_teacher::label_file::{LabelEntry, LabelFileError, LabelHeader, LabelWriter};
+use cfzero_teacher::label_file::{
+    ActionValues, LabelEntry, LabelFileError, LabelHeader, LabelWriter,
+};
 use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -119,6 +121,7 @@ impl TeacherEngines {
                 limit: limit.to_string(),
                 method: config.method,
                 source: "cfzero train: self-play positions".to_owned(),
+                action_values: ActionValues::Centipawns,
             },
             processes: config.processes,
             share: config.share,

@@ -50,7 +50,7 @@ pub struct Analysis {
     /// order.
     pub moves: Vec<(Move, MoveValue)>,
     /// Index into `moves` of the engine's choice: its `bestmove` with MultiPV, the move of
-    /// the highest expected score with searchmoves (the first of equals).
+    /// the highest action value with searchmoves (the first of equals).
     pub best: usize,
 }
 
@@ -231,10 +231,10 @@ impl Analyst {
             .zip(values.into_iter().flatten())
             .collect();
         let best = best.unwrap_or_else(|| {
-            // The first move of the highest expected score.
+            // The first move of the highest action value.
             let mut best = 0;
             for (i, (_, v)) in moves.iter().enumerate() {
-                if v.expected_score() > moves[best].1.expected_score() {
+                if v.action_value() > moves[best].1.action_value() {
                     best = i;
                 }
             }

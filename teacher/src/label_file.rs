@@ -6,10 +6,11 @@
 //! entry*:     u32 length  payload        u32 CRC-32 of the payload
 //! payload:    u8 kind (0 label, 1 skipped)  u8 FEN length  FEN
 //!   label:    u16 plies left (0xFFFF unknown)  3 x u16 W/D/L  u8 best  u8 moves
-//!             moves x (u16 move, u16 expected score)
+//!             moves x (u16 move, u16 action value)
 //!   skipped:  u16 reason length  reason (UTF-8)
 //! ```
-//! All integers little-endian; probabilities are `round(p * 65535)`; a move is
+//! All integers little-endian; probabilities are `round(p * 65535)`; what a move's value means
+//! is the header's `action_values` ([`ActionValues`]); a move is
 //! `from | to << 6 | promotion << 12` (UCI squares, castling as the king's two squares,
 //! promotion 0 none, 2 knight .. 5 queen as shakmaty's `Role`).
 //!
@@ -50,6 +51,29 @@ pub struct LabelHeader {
     pub method: Method,
     /// The source of the positions (`pgn:FILE`, `epd:FILE`).
     pub source: String,
+    /// What the moves' values are. Files written before this key existed read as
+    /// [`ActionValues::ExpectedScore`], what they hold.
+    #[serde(default = "ActionValues::before_the_key")]
+    pub action_values: ActionValues,
+}
+
+/// What a label's move values are (the header's `action_values`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionValues {
+    /// The win probability of the move's score by Lichess's formula, ChessBench's action
+    /// value ([`crate::MoveValue::action_value`]); what cfzero writes.
+    Centipawns,
+    /// The expected score `W + D/2` of the engine's W/D/L where it reported one (else the
+    /// formula): files from before the twelfth session. Flat over every move of a won or lost
+    /// position; still read and trained on.
+    ExpectedScore,
+}
+
+impl ActionValues {
+    fn before_the_key() -> ActionValues {
+        ActionValues::ExpectedScore
+    }
 }
 
 /// A move of a label, as 16 bits (see the module docs).
@@ -98,7 +122,7 @@ pub struct Label {
     pub plies_left: Option<u16>,
     /// The teacher's W/D/L for the side to move (of its best move).
     pub wdl: [f32; 3],
-    /// Every legal move with its expected score for the side to move.
+    /// Every legal move with its action value for the side to move (see [`ActionValues`]).
     pub moves: Vec<(LabelMove, f32)>,
     /// Index into `moves` of the teacher's choice.
     pub best: usize,

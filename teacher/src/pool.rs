@@ -142,7 +142,7 @@ pub fn label_of(job: &Job, analysis: &Analysis) -> Label {
         moves: analysis
             .moves
             .iter()
-            .map(|(m, v)| (LabelMove::of(m), v.expected_score()))
+            .map(|(m, v)| (LabelMove::of(m), v.action_value()))
             .collect(),
         best: analysis.best,
     }

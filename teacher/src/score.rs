@@ -2,8 +2,9 @@
 //!
 //! UCI engines report a score from the side to move's point of view, in centipawns or as a
 //! mate distance, and some (Stockfish with `UCI_ShowWDL`) a W/D/L estimate in permille. A
-//! label keeps the expected score (win probability, a draw counting half) of every move and
-//! the W/D/L of the position.
+//! label keeps every move's action value (ChessBench's: the win probability of its score by
+//! Lichess's formula, [`MoveValue::action_value`]) and the W/D/L of the position (the
+//! engine's own when it reports one).
 
 /// Lichess's logistic slope from centipawns to win probability (ChessBench uses the same).
 pub const LICHESS_SLOPE: f64 = 0.003_682_08;
@@ -55,10 +56,16 @@ impl MoveValue {
         [p, 0.0, 1.0 - p]
     }
 
-    /// The expected score for the side to move (a win 1, a draw 1/2): from the engine's
-    /// W/D/L when it reports one, else from the score by Lichess's formula.
-    pub fn expected_score(&self) -> f32 {
-        let [w, d, _] = self.wdl();
-        w + d / 2.0
+    /// The move's action value as ChessBench defines it: the win probability of its score by
+    /// Lichess's formula ([`EngineScore::win_probability`]), whatever W/D/L the engine adds.
+    ///
+    /// Not the expected score (W + D/2) of the engine's W/D/L, as labels had before: Stockfish's W/D/L reaches 1000/0/0 a few
+    /// pawns up (and 0/0/1000 a few down), so every move that keeps a won position won scored
+    /// exactly 1 and the policy target was flat over them; in the labels of a teacher's hour
+    /// (396,003 self-play positions, Stockfish at 1,000 nodes) 46% had every move tied and 70%
+    /// a best move tied with others (BENCHMARKS.md, "Action values from centipawns"). The
+    /// logistic of the centipawns keeps them apart up to about 20 pawns.
+    pub fn action_value(&self) -> f32 {
+        self.score.win_probability()
     }
 }

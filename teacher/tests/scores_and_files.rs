@@ -6,7 +6,7 @@ use cfzero_teacher::info::parse_info;
 use cfzero_teacher::label_file::{
     Label, LabelEntry, LabelFileError, LabelHeader, LabelMove, LabelReader, LabelWriter,
 };
-use cfzero_teacher::{EngineScore, Method, MoveValue};
+use cfzero_teacher::{ActionValues, EngineScore, Method, MoveValue};
 
 /// `1 / (1 + exp(-0.00368208 cp))`, computed by hand (Python's `math.exp`, double
 /// precision) for these scores.
@@ -24,13 +24,22 @@ fn centipawns_and_mates_become_win_probabilities() {
     assert_eq!(EngineScore::Mate(3).win_probability(), 1.0);
     assert_eq!(EngineScore::Mate(-1).win_probability(), 0.0);
     assert_eq!(EngineScore::Mate(0).win_probability(), 0.0);
-    // The engine's W/D/L wins over the score: 400/500/100 permille is 0.65 expected.
+    // The engine's W/D/L is the position's W/D/L; the move's action value is its score's
+    // win probability whatever W/D/L came with it (-300 cp: 0.2489 by hand, where the W/D/L's
+    // expected score would be 0.65).
     let v = MoveValue {
         score: EngineScore::Cp(-300),
         wdl: Some([400, 500, 100]),
     };
     assert_eq!(v.wdl(), [0.4, 0.5, 0.1]);
-    assert!((v.expected_score() - 0.65).abs() < 1e-6);
+    assert!((f64::from(v.action_value()) - 0.248_874_499_061_651_6).abs() < 1e-6);
+    // Stockfish's W/D/L is 1000/0/0 both seven and twelve pawns up; the action values differ.
+    let won = |cp| MoveValue {
+        score: EngineScore::Cp(cp),
+        wdl: Some([1000, 0, 0]),
+    };
+    assert_eq!(won(700).wdl(), won(1200).wdl());
+    assert!(won(1200).action_value() - won(700).action_value() > 0.05);
     let v = MoveValue {
         score: EngineScore::Cp(100),
         wdl: None,
@@ -74,6 +83,7 @@ fn header() -> LabelHeader {
         limit: "100 nodes".into(),
         method: Method::MultiPv,
         source: "epd:x.epd".into(),
+        action_values: ActionValues::Centipawns,
     }
 }
 
@@ -175,4 +185,33 @@ fn label_files_round_trip_cut_torn_tails_and_refuse_damage() {
             .to_string()
             .contains("not a cfzero label file")
     );
+}
+
+#[test]
+fn a_file_from_before_action_values_reads_as_expected_scores_and_is_not_appended_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.cfl");
+    // The header as files before the `action_values` key were written.
+    let json = br#"{"engine":"stockfish","options":[["Threads","1"]],"limit":"100 nodes","method":"multi_pv","source":"epd:x.epd"}"#;
+    let mut bytes = b"CFZLBL01".to_vec();
+    bytes.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(json);
+    bytes.extend_from_slice(&crc32fast::hash(json).to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let reader = LabelReader::open(&path).unwrap();
+    assert_eq!(
+        reader.header(),
+        &LabelHeader {
+            action_values: ActionValues::ExpectedScore,
+            ..header()
+        }
+    );
+    // A writer of centipawn action values starts no mixed file.
+    match LabelWriter::open(&path, &header()) {
+        Err(LabelFileError::OtherSettings { found, wanted, .. }) => {
+            assert!(found.contains("expected_score"), "{found}");
+            assert!(wanted.contains("centipawns"), "{wanted}");
+        }
+        other => panic!("{other:?}"),
+    }
 }

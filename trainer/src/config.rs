@@ -2,6 +2,7 @@
 
 use cfzero_network::LossWeights;
 use cfzero_network::optim::schedule::LrSchedule;
+use cfzero_network::precision::Bf16Support;
 use cfzero_settings::InvalidSetting;
 use serde::{Deserialize, Serialize};
 
@@ -50,9 +51,10 @@ pub struct TrainConfig {
     /// value alone.
     #[serde(default)]
     pub capped_q_ratio: Option<f32>,
-    /// Precision of the training step's forward pass: `"f32"` (default) or `"bf16"`, libtorch's
-    /// autocast (`cfzero_network::autocast`): products in bf16 on bf16 copies of the f32
-    /// weights, the weights, gradients, optimizer, softmax, norms and losses in f32.
+    /// Precision of the training step's forward pass: `"auto"` (default; see
+    /// [`TrainPrecision::Auto`]), `"f32"` or `"bf16"`, libtorch's autocast
+    /// (`cfzero_network::autocast`): products in bf16 on bf16 copies of the f32 weights, the
+    /// weights, gradients, optimizer, softmax, norms and losses in f32.
     #[serde(default)]
     pub precision: TrainPrecision,
 }
@@ -61,16 +63,44 @@ pub struct TrainConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TrainPrecision {
-    /// Everything in f32.
+    /// bf16 autocast where it was measured faster at the presets' batch of 256: on a CPU with
+    /// native bf16 (`avx512_bf16`: tiny's step 1.45x, BENCHMARKS.md "Training in bf16 on
+    /// the CPU"); f32 on a GPU (no gain there at batch 256, launch-bound steps) and on CPUs
+    /// that would emulate bf16 (tens of times slower).
     #[default]
+    Auto,
+    /// Everything in f32.
     F32,
     /// The forward pass under bf16 autocast (f32 master weights).
     Bf16,
 }
 
-/// A training precision name that is neither `f32` nor `bf16`.
+impl TrainPrecision {
+    /// The precision a step runs in on `device` (`F32` or `Bf16`, never `Auto`) and one line
+    /// saying why, for the run's log.
+    pub fn resolve(self, device: tch::Device) -> (TrainPrecision, String) {
+        match self {
+            TrainPrecision::F32 | TrainPrecision::Bf16 => (self, format!("{self} requested")),
+            TrainPrecision::Auto if device.is_cuda() => (
+                TrainPrecision::F32,
+                "auto: f32 on a GPU, where bf16 gained nothing at batch 256".to_owned(),
+            ),
+            TrainPrecision::Auto => {
+                let support = Bf16Support::detect(device);
+                let precision = if support.native {
+                    TrainPrecision::Bf16
+                } else {
+                    TrainPrecision::F32
+                };
+                (precision, format!("auto: {}", support.reason))
+            }
+        }
+    }
+}
+
+/// A training precision name that is none of `auto`, `f32`, `bf16`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown training precision `{0}`: expected f32 or bf16")]
+#[error("unknown training precision `{0}`: expected auto, f32 or bf16")]
 pub struct UnknownTrainPrecision(pub String);
 
 impl std::str::FromStr for TrainPrecision {
@@ -78,6 +108,7 @@ impl std::str::FromStr for TrainPrecision {
 
     fn from_str(s: &str) -> Result<TrainPrecision, UnknownTrainPrecision> {
         match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(TrainPrecision::Auto),
             "f32" | "float32" => Ok(TrainPrecision::F32),
             "bf16" | "bfloat16" => Ok(TrainPrecision::Bf16),
             _ => Err(UnknownTrainPrecision(s.to_owned())),
@@ -86,9 +117,10 @@ impl std::str::FromStr for TrainPrecision {
 }
 
 impl std::fmt::Display for TrainPrecision {
-    /// The name `train.precision` takes: `f32` or `bf16`.
+    /// The name `train.precision` takes: `auto`, `f32` or `bf16`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            TrainPrecision::Auto => "auto",
             TrainPrecision::F32 => "f32",
             TrainPrecision::Bf16 => "bf16",
         })
@@ -157,7 +189,11 @@ mod tests {
 
     #[test]
     fn a_precision_prints_the_name_it_parses_from() {
-        for p in [TrainPrecision::F32, TrainPrecision::Bf16] {
+        for p in [
+            TrainPrecision::Auto,
+            TrainPrecision::F32,
+            TrainPrecision::Bf16,
+        ] {
             assert_eq!(p.to_string().parse::<TrainPrecision>(), Ok(p));
         }
         assert_eq!(
@@ -165,5 +201,32 @@ mod tests {
             Ok(TrainPrecision::Bf16)
         );
         assert!("f16".parse::<TrainPrecision>().is_err());
+    }
+
+    #[test]
+    fn auto_trains_in_f32_on_a_gpu_and_as_the_cpu_check_says_on_a_cpu() {
+        use cfzero_network::precision::Bf16Support;
+        use tch::Device;
+        assert_eq!(
+            TrainPrecision::Auto.resolve(Device::Cuda(0)).0,
+            TrainPrecision::F32
+        );
+        let native = Bf16Support::detect(Device::Cpu).native;
+        let (cpu, why) = TrainPrecision::Auto.resolve(Device::Cpu);
+        let expected = if native {
+            TrainPrecision::Bf16
+        } else {
+            TrainPrecision::F32
+        };
+        assert_eq!(cpu, expected, "{why}");
+        assert!(
+            why.contains("avx512_bf16") || why.contains("CFZERO_CPU_BF16"),
+            "{why}"
+        );
+        for p in [TrainPrecision::F32, TrainPrecision::Bf16] {
+            for device in [Device::Cpu, Device::Cuda(0)] {
+                assert_eq!(p.resolve(device).0, p);
+            }
+        }
     }
 }

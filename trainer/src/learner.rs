@@ -55,6 +55,10 @@ pub struct Learner {
     opt: NAdam,
     swa: Option<Swa>,
     config: TrainConfig,
+    /// `config.precision` resolved for the net's device: `F32` or `Bf16`.
+    precision: TrainPrecision,
+    /// Why `precision` (for the run's log).
+    precision_reason: String,
 }
 
 impl Learner {
@@ -69,12 +73,21 @@ impl Learner {
             },
         );
         let swa = (config.swa_every > 0).then(|| Swa::new(config.swa_max));
+        let (precision, precision_reason) = config.precision.resolve(net.device());
         Learner {
             net,
             opt,
             swa,
             config,
+            precision,
+            precision_reason,
         }
+    }
+
+    /// The precision the steps run in (`train.precision` resolved for the net's device:
+    /// `F32` or `Bf16`) and why, e.g. `(Bf16, "auto: this CPU has avx512_bf16")`.
+    pub fn precision(&self) -> (TrainPrecision, &str) {
+        (self.precision, &self.precision_reason)
     }
 
     /// Steps taken so far.
@@ -106,10 +119,11 @@ impl Learner {
         }
     }
 
-    /// The training forward pass, in `train.precision`; its outputs are f32 either way.
+    /// The training forward pass, in the resolved precision (never `Auto`: see `new`); its
+    /// outputs are f32 either way.
     fn forward(&self, inputs: &Tensor) -> ModelOutputs {
-        match self.config.precision {
-            TrainPrecision::F32 => self.net.forward(inputs),
+        match self.precision {
+            TrainPrecision::F32 | TrainPrecision::Auto => self.net.forward(inputs),
             TrainPrecision::Bf16 => {
                 bf16_autocast(self.net.device(), || self.net.forward(inputs)).into_f32()
             }
@@ -244,14 +258,20 @@ impl Learner {
     }
 }
 
-/// Policy accuracy (the most likely legal move is the target's most likely move) and the
-/// winner head's mean squared error of W - L against the WDL target's W - L.
+/// Policy accuracy (the most likely legal move is one of the target's most likely moves) and
+/// the winner head's mean squared error of W - L against the WDL target's W - L.
+///
+/// A move tied with the target's best counts: a teacher's target gives every move of the same
+/// score the same share (all the mates of a won position, moves of equal centipawns), and
+/// comparing with one arbitrary index of them undercounted agreement.
 fn accuracy_and_mse(outputs: &cfzero_network::ModelOutputs, tb: &TrainingBatch) -> (f64, f64) {
     let legal = tb.legal.gt(0.5);
-    let predicted = mask_illegal(&outputs.policy, &legal).argmax(-1, false);
-    let wanted = tb.policy.argmax(-1, false);
-    let acc = predicted
-        .eq_tensor(&wanted)
+    let predicted = mask_illegal(&outputs.policy, &legal).argmax(-1, true);
+    let best = tb.policy.amax([-1i64].as_slice(), true);
+    let acc = tb
+        .policy
+        .gather(-1, &predicted, false)
+        .ge_tensor(&(best * (1.0 - 1e-6)))
         .to_kind(Kind::Float)
         .mean(Kind::Float)
         .double_value(&[]);
@@ -262,4 +282,68 @@ fn accuracy_and_mse(outputs: &cfzero_network::ModelOutputs, tb: &TrainingBatch) 
         (v - z).square().mean(Kind::Float).double_value(&[])
     });
     (acc, mse)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::accuracy_and_mse;
+    use cfzero_network::encoding::POLICY_SIZE;
+    use cfzero_network::{ModelOutputs, TrainingBatch};
+    use tch::Tensor;
+
+    /// Rows of `POLICY_SIZE` with the given (index, value) entries, the rest `fill`.
+    fn rows(entries: &[&[(usize, f32)]], fill: f32) -> Tensor {
+        let mut v = vec![fill; entries.len() * POLICY_SIZE];
+        for (r, row) in entries.iter().enumerate() {
+            for &(i, x) in *row {
+                v[r * POLICY_SIZE + i] = x;
+            }
+        }
+        Tensor::from_slice(&v).view([entries.len() as i64, POLICY_SIZE as i64])
+    }
+
+    #[test]
+    fn accuracy_counts_a_move_tied_with_the_best_and_ignores_illegal_ones() {
+        let legal_moves: &[(usize, f32)] = &[(0, 1.0), (1, 1.0), (2, 1.0), (3, 1.0)];
+        let targets = rows(
+            &[
+                // Moves 1 and 2 tied: the net's 2 agrees.
+                &[(1, 0.4), (2, 0.4), (3, 0.2)],
+                // 1 is the best alone: the net's 2 does not agree.
+                &[(1, 0.6), (2, 0.4)],
+                // The net's largest logit is on an illegal move; its best legal one is 1.
+                &[(1, 0.7), (3, 0.3)],
+            ],
+            0.0,
+        );
+        let logits = rows(
+            &[
+                &[(2, 3.0), (1, 1.0)],
+                &[(2, 3.0), (1, 1.0)],
+                &[(10, 9.0), (1, 2.0)],
+            ],
+            0.0,
+        );
+        let n = 3;
+        let outputs = ModelOutputs {
+            policy: logits,
+            soft_policy: None,
+            wdl: None,
+            q: None,
+            st: None,
+            moves_left: None,
+        };
+        let batch = TrainingBatch {
+            inputs: Tensor::zeros([n, 1], (tch::Kind::Float, tch::Device::Cpu)),
+            policy: targets,
+            legal: rows(&[legal_moves, legal_moves, legal_moves], 0.0),
+            wdl: Tensor::zeros([n, 3], (tch::Kind::Float, tch::Device::Cpu)),
+            q: Tensor::zeros([n], (tch::Kind::Float, tch::Device::Cpu)),
+            st: Tensor::zeros([n], (tch::Kind::Float, tch::Device::Cpu)),
+            moves_left: Tensor::zeros([n], (tch::Kind::Float, tch::Device::Cpu)),
+        };
+        let (accuracy, mse) = accuracy_and_mse(&outputs, &batch);
+        assert!((accuracy - 2.0 / 3.0).abs() < 1e-6, "{accuracy}");
+        assert!(mse.is_nan(), "no winner head, no mean squared error");
+    }
 }

@@ -5,8 +5,8 @@
 
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
-use cfzero_teacher::Method;
 use cfzero_teacher::label_file::{Label, LabelEntry, LabelHeader, LabelMove, LabelWriter};
+use cfzero_teacher::{ActionValues, Method};
 use cfzero_trainer::sample::{HostBatch, SampleScratch, TargetOptions};
 use cfzero_trainer::source::teacher::{DEFAULT_TEMPERATURE, TeacherLimits, TeacherSource};
 use cfzero_trainer::{SampleSource, Split};
@@ -22,6 +22,7 @@ fn header() -> LabelHeader {
         limit: "1 nodes".into(),
         method: Method::MultiPv,
         source: "epd:test".into(),
+        action_values: ActionValues::Centipawns,
     }
 }
 
@@ -77,7 +78,7 @@ fn teacher_batches_are_the_hand_built_targets() {
     let limits = TeacherLimits {
         max_positions: 100,
         validation_share: 0.0,
-        temperature: DEFAULT_TEMPERATURE,
+        temperature: 0.05,
     };
     let source = TeacherSource::open(&path, limits).unwrap();
     let s = source.stats();

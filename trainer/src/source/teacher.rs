@@ -1,7 +1,7 @@
 //! Positions labelled by a UCI engine (`cfzero label`) as a sample source.
 //!
 //! Targets (docs/METHODS.md, "Teacher"):
-//! - policy: a softmax of the moves' expected scores at [`TeacherLimits::temperature`]
+//! - policy: a softmax of the moves' action values at [`TeacherLimits::temperature`]
 //!   (the teacher's best move has the largest share, moves within a few points of it keep
 //!   a real one, blunders none);
 //! - winner: the teacher's W/D/L of the position (its best move's);
@@ -25,9 +25,13 @@ use super::held::{HeldSets, held_out};
 use super::{SampleSource, SourceError, Split};
 use crate::sample::{HostBatch, SampleScratch, TargetOptions};
 
-/// The policy target's default temperature, in expected-score units: a move 5 points (0.05)
-/// below the best gets `1/e` of its share, one 20 points below 2%.
-pub const DEFAULT_TEMPERATURE: f32 = 0.05;
+/// The policy target's default temperature, in action-value (win probability) units: near
+/// an even position a move 22 centipawns below the best gets `1/e` of its share and one 100
+/// below 1%; ten pawns up, one three pawns below the best 10%. The labels' action
+/// values were expected scores of the engine's W/D/L until the twelfth session, steeper over
+/// the first pawn, with 0.05 (0.02 and 0.05 scored alike on those: docs/METHODS.md); 0.02
+/// keeps the new values about as sharp there.
+pub const DEFAULT_TEMPERATURE: f32 = 0.02;
 
 /// How much of the labels is read, held out, and how the policy target is made.
 #[derive(Debug, Clone, Copy, PartialEq)]
