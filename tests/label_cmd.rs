@@ -463,21 +463,20 @@ fn learn_trains_on_teacher_labels() {
     // `learn` on the labels alone from `config` into `run`, `steps` steps in one generation;
     // its stderr.
     let learn = |config: &Path, run: &Path, steps: &str| {
-        let o = cfzero(&[
+        let data = format!("teacher:{}", labels.display());
+        let o = run_cmd(
             "learn",
-            "--device",
-            "cpu",
-            "--config",
-            config.to_str().unwrap(),
-            "--run",
-            run.to_str().unwrap(),
-            "--data",
-            &format!("teacher:{}", labels.display()),
-            "--steps",
-            steps,
-            "--steps-per-generation",
-            steps,
-        ])
+            config,
+            run,
+            &[
+                "--data",
+                &data,
+                "--steps",
+                steps,
+                "--steps-per-generation",
+                steps,
+            ],
+        )
         .output()
         .unwrap();
         let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
