@@ -525,20 +525,17 @@ fn label_moves_round_trip() {
     }
 }
 
-/// Lc0's own training data as a position source: every record of a chunk written by Lc0 is
-/// labelled, as the position it holds, with the plies left of its game.
-#[test]
-fn lc0_training_data_is_a_position_source() {
+/// The entries of `cfzero label --from SOURCE` with the scripted engine answering every
+/// position by its rule.
+fn labelled_by_rule(source: &str) -> Vec<LabelEntry> {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("table.json");
     std::fs::write(&table, r#"{"*": {}}"#).unwrap();
-    let chunk = repo_root().join("tests/data/lc0/v6/game_000001.gz");
-    let records = cfzero_trainer::lc0_v6::decode_chunk(&std::fs::read(&chunk).unwrap()).unwrap();
-    let out = dir.path().join("lc0.cfl");
+    let out = dir.path().join("labels.cfl");
     let o = cfzero(&[
         "label",
         "--from",
-        &format!("lc0:{}", chunk.display()),
+        source,
         "--out",
         out.to_str().unwrap(),
         "--engine",
@@ -547,10 +544,18 @@ fn lc0_training_data_is_a_position_source() {
     .env("SCRIPTED_UCI_TABLE", &table)
     .output()
     .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    let got = entries(&out);
-    assert_eq!(got.len(), records.len(), "{stderr}");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    entries(&out)
+}
+
+/// Lc0's own training data as a position source: every record of a chunk written by Lc0 is
+/// labelled, as the position it holds, with the plies left of its game.
+#[test]
+fn lc0_training_data_is_a_position_source() {
+    let chunk = repo_root().join("tests/data/lc0/v6/game_000001.gz");
+    let records = cfzero_trainer::lc0_v6::decode_chunk(&std::fs::read(&chunk).unwrap()).unwrap();
+    let got = labelled_by_rule(&format!("lc0:{}", chunk.display()));
+    assert_eq!(got.len(), records.len());
     for (entry, record) in got.iter().zip(&records) {
         let LabelEntry::Label(label) = entry else {
             panic!("skipped: {entry:?}")
@@ -562,5 +567,43 @@ fn lc0_training_data_is_a_position_source() {
         );
         assert_eq!(label.plies_left, Some(record.plies_left.round() as u16));
         assert_eq!(label.moves.len(), position.legal_moves().len());
+    }
+}
+
+/// A game's positions from PGN carry the game's last plies before them (up to seven, as many
+/// as the network's history shows), which replay to the labelled position.
+#[test]
+fn pgn_positions_carry_the_games_last_plies() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = dir.path().join("game.pgn");
+    std::fs::write(
+        &pgn,
+        "[Event \"t\"]\n[Result \"1/2-1/2\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 Nf6 4. d3 Bc5 5. c3 d6 1/2-1/2\n",
+    )
+    .unwrap();
+    let ucis = [
+        "e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "d2d3", "f8c5", "c2c3", "d7d6",
+    ];
+    // The position before each move, by hand.
+    let mut pos = Chess::default();
+    let (mut fens, mut moves) = (Vec::new(), Vec::new());
+    for u in ucis {
+        fens.push(Fen::from_position(&pos, EnPassantMode::Legal).to_string());
+        let m = u.parse::<UciMove>().unwrap().to_move(&pos).unwrap();
+        moves.push(LabelMove::of(&m));
+        pos.play_unchecked(m);
+    }
+    let got = labelled_by_rule(&format!("pgn:{}", pgn.display()));
+    assert_eq!(got.len(), ucis.len());
+    for (ply, entry) in got.iter().enumerate() {
+        let LabelEntry::Label(label) = entry else {
+            panic!("skipped: {entry:?}")
+        };
+        assert_eq!(label.fen, fens[ply]);
+        assert_eq!(label.plies_left, Some((ucis.len() - ply) as u16));
+        let history = label.history.as_ref().expect("a PGN position has its game");
+        let root = ply.saturating_sub(7);
+        assert_eq!(history.root_fen, fens[root], "ply {ply}");
+        assert_eq!(history.moves, moves[root..ply], "ply {ply}");
     }
 }

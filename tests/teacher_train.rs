@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use cfzero_chess::HistoryFill;
 use cfzero_selfplay::record::read_records;
 use cfzero_selfplay::replay::replay;
 use cfzero_teacher::label_file::{LabelEntry, LabelReader};
@@ -91,7 +92,8 @@ fn game_positions(run: &Path) -> Vec<String> {
     fens
 }
 
-/// Checks that the run's labels are positions its games reached, each with every legal move
+/// Checks that the run's labels are positions its games reached, with the plies before them,
+/// each with every legal move
 /// and the engine's best by its rule (no position skipped); returns how many there are.
 fn check_labels(run: &Path) -> usize {
     let entries = labels(run);
@@ -105,6 +107,18 @@ fn check_labels(run: &Path) -> usize {
             reached.contains(&label.fen),
             "{} is no position of the run",
             label.fen
+        );
+        // Its game's last plies come with it, from a position of the run, and lead to it.
+        let history = label
+            .history
+            .as_ref()
+            .expect("a self-play label has its game");
+        assert!(reached.contains(&history.root_fen), "{history:?}");
+        assert!(history.moves.len() <= 7, "{history:?}");
+        assert_eq!(
+            history.replay(HistoryFill::No).unwrap().fen(),
+            label.fen,
+            "{history:?}"
         );
         let position: Chess = label
             .fen

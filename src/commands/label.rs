@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use cfzero_eval::uci_client::{UciLimit, parse_option};
 use cfzero_selfplay::replay::replay;
-use cfzero_teacher::label_file::{ActionValues, LabelEntry, LabelHeader, LabelWriter};
+use cfzero_teacher::label_file::{
+    ActionValues, GameHistory, LabelEntry, LabelHeader, LabelHistory, LabelWriter,
+};
 use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
 use cfzero_teacher::{Method, Resumed};
 use cfzero_trainer::source::pgn::{PgnFilters, open_pgn, parse_games};
@@ -76,7 +78,17 @@ pub struct LabelArgs {
 const IN_FLIGHT_PER_PROCESS: usize = 8;
 
 /// The positions of `spec`, as (FEN, plies left in its game).
-fn positions(spec: &str, max: usize) -> Result<Vec<(String, Option<u16>)>> {
+/// A position to label, as its source gives it.
+#[derive(Debug, Clone)]
+struct SourcePosition {
+    fen: String,
+    /// Plies to the end of its game (PGN, Lc0 data).
+    plies_left: Option<u16>,
+    /// The game's plies before it (PGN).
+    history: Option<LabelHistory>,
+}
+
+fn positions(spec: &str, max: usize) -> Result<Vec<SourcePosition>> {
     let (kind, path) = spec
         .split_once(':')
         .filter(|(_, p)| !p.is_empty())
@@ -103,9 +115,15 @@ fn positions(spec: &str, max: usize) -> Result<Vec<(String, Option<u16>)>> {
             let mut out = Vec::new();
             for game in &games {
                 let len = game.positions.len();
-                replay(game, |ply, state, _, _| {
+                let mut history = GameHistory::default();
+                replay(game, |ply, state, _, mv| {
                     let left = u16::try_from(len - ply).unwrap_or(u16::MAX - 1);
-                    out.push((state.fen(), Some(left)));
+                    out.push(SourcePosition {
+                        fen: state.fen(),
+                        plies_left: Some(left),
+                        history: Some(history.of(state)),
+                    });
+                    history.push(state, &mv);
                 })
                 .map_err(|e| user_error(format!("pgn:{}: {e}", path.display())))?;
                 if out.len() >= max {
@@ -118,7 +136,15 @@ fn positions(spec: &str, max: usize) -> Result<Vec<(String, Option<u16>)>> {
         "epd" => {
             let fens = cfzero_selfplay::openings::read_openings(&path)
                 .map_err(|e| user_error(format!("epd:{}: {e}", path.display())))?;
-            Ok(fens.into_iter().take(max).map(|f| (f, None)).collect())
+            Ok(fens
+                .into_iter()
+                .take(max)
+                .map(|fen| SourcePosition {
+                    fen,
+                    plies_left: None,
+                    history: None,
+                })
+                .collect())
         }
         "lc0" => lc0_positions(&path, max),
         _ => Err(user_error(format!(
@@ -129,7 +155,7 @@ fn positions(spec: &str, max: usize) -> Result<Vec<(String, Option<u16>)>> {
 
 /// The positions of Lc0 V6 training data: a chunk (`.gz`, one game as Lc0 writes them) or a
 /// directory of chunks (recursively, in name order), as (FEN, plies left in its game).
-fn lc0_positions(path: &Path, max: usize) -> Result<Vec<(String, Option<u16>)>> {
+fn lc0_positions(path: &Path, max: usize) -> Result<Vec<SourcePosition>> {
     let bad = |e: &dyn std::fmt::Display| user_error(format!("lc0:{}: {e}", path.display()));
     let files = if path.is_dir() {
         cfzero_trainer::source::files_under(path, &["gz"]).map_err(|e| bad(&e))?
@@ -150,7 +176,12 @@ fn lc0_positions(path: &Path, max: usize) -> Result<Vec<(String, Option<u16>)>> 
                     let fen = Fen::from_position(&p, EnPassantMode::Legal).to_string();
                     let left = (r.plies_left.is_finite() && r.plies_left >= 0.0)
                         .then(|| r.plies_left.round().min(f32::from(u16::MAX - 1)) as u16);
-                    out.push((fen, left));
+                    // V6 records hold history planes, not the moves between them.
+                    out.push(SourcePosition {
+                        fen,
+                        plies_left: left,
+                        history: None,
+                    });
                 }
                 None => unreadable += 1,
             }
@@ -253,11 +284,16 @@ pub fn run(args: &LabelArgs) -> Result<()> {
     let window = args.processes * IN_FLIGHT_PER_PROCESS;
     while written < total {
         while next < total && next - written < window && !stop.load(Ordering::Relaxed) {
-            let (fen, plies_left) = positions[next].clone();
+            let SourcePosition {
+                fen,
+                plies_left,
+                history,
+            } = positions[next].clone();
             pool.submit(Job {
                 index: next as u64,
                 fen,
                 plies_left,
+                history,
             });
             next += 1;
         }

@@ -27,7 +27,7 @@ use anyhow::{Context, Result};
 use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::replay::replay;
 use cfzero_teacher::label_file::{
-    ActionValues, LabelEntry, LabelFileError, LabelHeader, LabelWriter,
+    ActionValues, GameHistory, LabelEntry, LabelFileError, LabelHeader, LabelWriter,
 };
 use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
 use rand::{Rng, SeedableRng};
@@ -206,16 +206,19 @@ impl TeacherFeed {
         let mut batch = Vec::new();
         for game in games {
             let len = game.positions.len();
+            let mut history = GameHistory::default();
             // A game that does not replay has no position to offer; the window refuses it too.
-            let _ = replay(game, |ply, state, _, _| {
+            let _ = replay(game, |ply, state, _, mv| {
                 if rng.random::<f64>() < self.share {
                     batch.push(Job {
                         index: self.next_index,
                         fen: state.fen(),
                         plies_left: Some(u16::try_from(len - ply).unwrap_or(u16::MAX - 1)),
+                        history: Some(history.of(state)),
                     });
                     self.next_index += 1;
                 }
+                history.push(state, &mv);
             });
         }
         if let Some(jobs) = &self.jobs
@@ -417,6 +420,7 @@ mod tests {
                     index,
                     fen: fen.to_owned(),
                     plies_left: Some(10),
+                    history: None,
                 })
                 .collect()
         };

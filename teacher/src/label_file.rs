@@ -4,9 +4,11 @@
 //! ```text
 //! "CFZLBL01"  u32 length  header (JSON)  u32 CRC-32 of the header
 //! entry*:     u32 length  payload        u32 CRC-32 of the payload
-//! payload:    u8 kind (0 label, 1 skipped)  u8 FEN length  FEN
+//! payload:    u8 kind (0 label, 1 skipped, 2 label with history)  u8 FEN length  FEN
 //!   label:    u16 plies left (0xFFFF unknown)  3 x u16 W/D/L  u8 best  u8 moves
 //!             moves x (u16 move, u16 action value)
+//!   label with history: a label's fields, then  u8 root FEN length  root FEN
+//!             u8 plies  plies x u16 move  (the game from the root to the position)
 //!   skipped:  u16 reason length  reason (UTF-8)
 //! ```
 //! All integers little-endian; probabilities are `round(p * 65535)`; what a move's value means
@@ -19,11 +21,17 @@
 //! at exactly that position. A run killed in the middle of a write leaves a partial last
 //! frame; [`LabelWriter::open`] cuts it off (that position is labelled again). A whole
 //! frame whose checksum fails is corruption and an error, never skipped.
+//!
+//! A label of a position from a game carries the game's last plies before it
+//! ([`LabelHistory`]), so that training shows the net the position as it sees it in play: with
+//! the real boards of its history planes, not the FEN's repeated stand-ins (files from before
+//! the thirteenth session hold labels without, which still read).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use cfzero_chess::{ChessState, HISTORY_STEPS, HistoryFill};
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Move, Role, Square};
 
@@ -126,6 +134,61 @@ pub struct Label {
     pub moves: Vec<(LabelMove, f32)>,
     /// Index into `moves` of the teacher's choice.
     pub best: usize,
+    /// The game's plies before the position, when it came from a game.
+    pub history: Option<LabelHistory>,
+}
+
+/// The plies of a game before a labelled position: as many as the network's history planes
+/// show ([`HISTORY_STEPS`] - 1), fewer near the game's start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelHistory {
+    /// The position `moves.len()` plies before the labelled one: the game's first position
+    /// when the game had fewer plies than the history shows.
+    pub root_fen: String,
+    /// The moves from the root to the labelled position, in order.
+    pub moves: Vec<LabelMove>,
+}
+
+impl LabelHistory {
+    /// The labelled position as the game reached it: the root, with the net's `fill` before
+    /// it, then the moves; `None` when a move is not legal where it is played.
+    pub fn replay(&self, fill: HistoryFill) -> Option<ChessState> {
+        let mut state = ChessState::from_fen(&self.root_fen, fill).ok()?;
+        for mv in &self.moves {
+            let mv = mv.to_move(state.position())?;
+            state.play_move(mv);
+        }
+        Some(state)
+    }
+}
+
+/// The history of each position of a game walked ply by ply: feed it every position before its
+/// move ([`GameHistory::push`]) and ask it for the history of the current one.
+#[derive(Debug, Default)]
+pub struct GameHistory {
+    /// The last plies: the position before each move, and the move.
+    plies: std::collections::VecDeque<(String, LabelMove)>,
+}
+
+impl GameHistory {
+    /// The history of `state`, the position after every ply pushed so far.
+    pub fn of(&self, state: &ChessState) -> LabelHistory {
+        LabelHistory {
+            root_fen: self
+                .plies
+                .front()
+                .map_or_else(|| state.fen(), |(fen, _)| fen.clone()),
+            moves: self.plies.iter().map(|&(_, mv)| mv).collect(),
+        }
+    }
+
+    /// Records that `mv` was played in `state`.
+    pub fn push(&mut self, state: &ChessState, mv: &Move) {
+        if self.plies.len() == HISTORY_STEPS - 1 {
+            self.plies.pop_front();
+        }
+        self.plies.push_back((state.fen(), LabelMove::of(mv)));
+    }
 }
 
 /// One entry of a label file.
@@ -196,7 +259,7 @@ fn encode(entry: &LabelEntry, out: &mut Vec<u8>) {
     };
     match entry {
         LabelEntry::Label(l) => {
-            out.push(0);
+            out.push(if l.history.is_some() { 2 } else { 0 });
             fen_bytes(&l.fen, out);
             out.extend_from_slice(
                 &l.plies_left
@@ -211,6 +274,14 @@ fn encode(entry: &LabelEntry, out: &mut Vec<u8>) {
             for (mv, p) in &l.moves {
                 out.extend_from_slice(&mv.0.to_le_bytes());
                 out.extend_from_slice(&quantize(*p).to_le_bytes());
+            }
+            if let Some(h) = &l.history {
+                fen_bytes(&h.root_fen, out);
+                let moves = &h.moves[..h.moves.len().min(255)];
+                out.push(moves.len() as u8);
+                for mv in moves {
+                    out.extend_from_slice(&mv.0.to_le_bytes());
+                }
             }
         }
         LabelEntry::Skipped { fen, reason } => {
@@ -238,7 +309,7 @@ fn decode(payload: &[u8]) -> Result<LabelEntry, String> {
     let fen = String::from_utf8(take(fen_len)?.to_vec()).map_err(|_| "FEN not UTF-8")?;
     let u16_at = |b: &[u8]| u16::from_le_bytes([b[0], b[1]]);
     let entry = match kind {
-        0 => {
+        0 | 2 => {
             let plies = u16_at(take(2)?);
             let mut wdl = [0.0; 3];
             for p in &mut wdl {
@@ -254,12 +325,25 @@ fn decode(payload: &[u8]) -> Result<LabelEntry, String> {
             if best >= n {
                 return Err(format!("best move {best} of {n}"));
             }
+            let history = if kind == 2 {
+                let root_len = usize::from(take(1)?[0]);
+                let root_fen = String::from_utf8(take(root_len)?.to_vec())
+                    .map_err(|_| "root FEN not UTF-8")?;
+                let plies = usize::from(take(1)?[0]);
+                let moves = (0..plies)
+                    .map(|_| take(2).map(|b| LabelMove(u16_at(b))))
+                    .collect::<Result<_, _>>()?;
+                Some(LabelHistory { root_fen, moves })
+            } else {
+                None
+            };
             LabelEntry::Label(Label {
                 fen,
                 plies_left: (plies != UNKNOWN_PLIES).then_some(plies),
                 wdl,
                 moves,
                 best,
+                history,
             })
         }
         1 => {

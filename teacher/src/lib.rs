@@ -21,8 +21,8 @@ pub mod score;
 pub use analysis::{Analysis, AnalysisError, Analyst, Method};
 pub use cfzero_eval::uci_client::UciLimit;
 pub use label_file::{
-    ActionValues, Label, LabelEntry, LabelFileError, LabelHeader, LabelMove, LabelReader,
-    LabelWriter, Resumed,
+    ActionValues, GameHistory, Label, LabelEntry, LabelFileError, LabelHeader, LabelHistory,
+    LabelMove, LabelReader, LabelWriter, Resumed,
 };
 pub use pool::{EnginePool, PoolOptions};
 pub use score::{EngineScore, MoveValue};

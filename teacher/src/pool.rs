@@ -16,7 +16,7 @@ use cfzero_eval::uci_client::{UciClientError, UciLimit};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::analysis::{Analysis, AnalysisError, Analyst, Method};
-use crate::label_file::{Label, LabelEntry, LabelMove};
+use crate::label_file::{Label, LabelEntry, LabelHistory, LabelMove};
 
 /// How the pool's engines are run.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +46,8 @@ pub struct Job {
     pub fen: String,
     /// Plies to the end of its game, when it came from one.
     pub plies_left: Option<u16>,
+    /// The game's plies before it, when it came from one (kept in its label).
+    pub history: Option<LabelHistory>,
 }
 
 /// What the pool reports.
@@ -145,6 +147,7 @@ pub fn label_of(job: &Job, analysis: &Analysis) -> Label {
             .map(|(m, v)| (LabelMove::of(m), v.action_value()))
             .collect(),
         best: analysis.best,
+        history: job.history.clone(),
     }
 }
 

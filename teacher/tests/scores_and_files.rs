@@ -1,10 +1,12 @@
 //! The teacher's arithmetic and its file format against known answers: Lichess's
 //! win-probability formula at hand-computed points, `info` lines as Stockfish prints them,
-//! and label files that survive a round trip, cut a torn tail and refuse damage.
+//! and label files that survive a round trip (labels with and without the game's plies before
+//! them), cut a torn tail and refuse damage.
 
 use cfzero_teacher::info::parse_info;
 use cfzero_teacher::label_file::{
-    Label, LabelEntry, LabelFileError, LabelHeader, LabelMove, LabelReader, LabelWriter,
+    Label, LabelEntry, LabelFileError, LabelHeader, LabelHistory, LabelMove, LabelReader,
+    LabelWriter,
 };
 use cfzero_teacher::{ActionValues, EngineScore, Method, MoveValue};
 
@@ -100,6 +102,7 @@ fn sample_entries() -> Vec<LabelEntry> {
             wdl: [0.0, q(16384), q(49151)],
             moves: vec![(LabelMove(12 | 34 << 6), q(8192))],
             best: 0,
+            history: None,
         }),
         LabelEntry::Skipped {
             fen: "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1".into(),
@@ -111,6 +114,11 @@ fn sample_entries() -> Vec<LabelEntry> {
             wdl: [q(32768), q(32767), 0.0],
             moves: vec![(LabelMove(1), 1.0), (LabelMove(2 | 4 << 12), 0.0)],
             best: 1,
+            // A label with the game's plies before it is an entry of its own kind (2).
+            history: Some(LabelHistory {
+                root_fen: "8/8/8/8/8/8/8/K5k1 b - - 0 1".into(),
+                moves: vec![LabelMove(6 | 7 << 6)],
+            }),
         }),
     ]
 }

@@ -1,11 +1,14 @@
 //! The `teacher:` source's batches against targets built by hand from the labels: a softmax
 //! of the expected scores at the documented temperature, the legal mask, the teacher's W/D/L
-//! with q = W - L, the plies left (NaN when unknown), and the inputs of the FEN; labels that
-//! do not fit their position are counted and left out.
+//! with q = W - L, the plies left (NaN when unknown), and the inputs of the FEN, or of the game
+//! that reached it when the label carries the game's last plies; labels that do not fit their
+//! position are counted and left out.
 
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
-use cfzero_teacher::label_file::{Label, LabelEntry, LabelHeader, LabelMove, LabelWriter};
+use cfzero_teacher::label_file::{
+    GameHistory, Label, LabelEntry, LabelHeader, LabelHistory, LabelMove, LabelWriter,
+};
 use cfzero_teacher::{ActionValues, Method};
 use cfzero_trainer::sample::{HostBatch, SampleScratch, TargetOptions};
 use cfzero_trainer::source::teacher::{DEFAULT_TEMPERATURE, TeacherLimits, TeacherSource};
@@ -40,6 +43,35 @@ fn q(k: u16) -> f32 {
     f32::from(k) / 65535.0
 }
 
+/// A batch of `slots` samples with one drawn from `split` into `slot`, the net's history
+/// filled as `fill` says, and whether there was one to draw.
+fn drawn(
+    source: &TeacherSource,
+    split: Split,
+    fill: HistoryFill,
+    slots: usize,
+    slot: usize,
+) -> (HostBatch, bool) {
+    let targets = TargetOptions {
+        history_fill: fill,
+        ..TargetOptions::default()
+    };
+    let mut batch = HostBatch::default();
+    batch.reset(slots);
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let filled = source
+        .fill(
+            split,
+            &mut rng,
+            &mut batch,
+            slot,
+            &mut SampleScratch::default(),
+            &targets,
+        )
+        .unwrap();
+    (batch, filled)
+}
+
 #[test]
 fn teacher_batches_are_the_hand_built_targets() {
     let dir = tempfile::tempdir().unwrap();
@@ -57,6 +89,7 @@ fn teacher_batches_are_the_hand_built_targets() {
         wdl,
         moves: moves.iter().map(LabelMove::of).zip(scores).collect(),
         best: 0,
+        history: None,
     }))
     .unwrap();
     // Skipped and unfit labels are counted, not trained on.
@@ -71,6 +104,7 @@ fn teacher_batches_are_the_hand_built_targets() {
         wdl,
         moves: moves[..2].iter().map(LabelMove::of).zip(scores).collect(),
         best: 0,
+        history: None,
     }))
     .unwrap();
     drop(w);
@@ -90,26 +124,8 @@ fn teacher_batches_are_the_hand_built_targets() {
     assert_eq!(source.positions(Split::Validation), 0);
     assert_eq!(source.describe(), format!("teacher:{}", path.display()));
 
-    let targets = TargetOptions {
-        history_fill: HistoryFill::FenOnly,
-        ..TargetOptions::default()
-    };
-    let mut batch = HostBatch::default();
-    batch.reset(2);
-    let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let mut scratch = SampleScratch::default();
-    assert!(
-        source
-            .fill(
-                Split::Training,
-                &mut rng,
-                &mut batch,
-                1,
-                &mut scratch,
-                &targets
-            )
-            .unwrap()
-    );
+    let (batch, filled) = drawn(&source, Split::Training, HistoryFill::FenOnly, 2, 1);
+    assert!(filled);
     // Softmax of (0.6, 0.55, 0.1) at temperature 0.05: weights 1, e^-1, e^-10.
     let weights = [1.0f64, (-1.0f64).exp(), (-10.0f64).exp()];
     let total: f64 = weights.iter().sum();
@@ -142,18 +158,7 @@ fn teacher_batches_are_the_hand_built_targets() {
     // Slot 0 untouched.
     assert!(batch.policy[..POLICY_SIZE].iter().all(|&x| x == 0.0));
     // No held-out labels: the validation split is empty.
-    assert!(
-        !source
-            .fill(
-                Split::Validation,
-                &mut rng,
-                &mut batch,
-                0,
-                &mut scratch,
-                &targets
-            )
-            .unwrap()
-    );
+    assert!(!drawn(&source, Split::Validation, HistoryFill::FenOnly, 2, 0).1);
 }
 
 #[test]
@@ -171,6 +176,7 @@ fn plies_left_and_the_validation_share() {
             wdl: [0.0, 0.0, 1.0],
             moves: vec![(LabelMove::of(&moves[0]), 0.0)],
             best: 0,
+            history: None,
         }))
         .unwrap();
     }
@@ -210,4 +216,106 @@ fn plies_left_and_the_validation_share() {
         assert_eq!(batch.policy.iter().sum::<f32>(), 1.0);
     }
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![3, 7]);
+}
+
+/// A game from the start: the Italian game's first ten plies.
+const GAME: [&str; 10] = [
+    "e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "d2d3", "f8c5", "c2c3", "d7d6",
+];
+
+/// The game's states before each ply and after the last, and each ply's move.
+fn game_states() -> (Vec<ChessState>, Vec<Move>) {
+    let mut state = ChessState::new();
+    let (mut states, mut moves) = (vec![state.clone()], Vec::new());
+    for uci in GAME {
+        moves.push(state.play_uci(uci).unwrap());
+        states.push(state.clone());
+    }
+    (states, moves)
+}
+
+#[test]
+fn game_history_keeps_the_last_seven_plies() {
+    let (states, moves) = game_states();
+    let mut history = GameHistory::default();
+    let mut of = Vec::new();
+    for (state, mv) in states.iter().zip(&moves) {
+        of.push(history.of(state));
+        history.push(state, mv);
+    }
+    of.push(history.of(&states[10]));
+    // At the start: the position itself, no move.
+    assert_eq!(of[0].root_fen, states[0].fen());
+    assert!(of[0].moves.is_empty());
+    // Near the start: the game's first position and every move since.
+    assert_eq!(of[2].root_fen, states[0].fen());
+    assert_eq!(
+        of[2].moves,
+        vec![LabelMove::of(&moves[0]), LabelMove::of(&moves[1])]
+    );
+    // Later: seven plies back, the most the history planes show.
+    assert_eq!(of[10].root_fen, states[3].fen());
+    let last_seven: Vec<LabelMove> = moves[3..].iter().map(LabelMove::of).collect();
+    assert_eq!(of[10].moves, last_seven);
+    for (ply, h) in of.iter().enumerate() {
+        assert_eq!(h.replay(HistoryFill::No).unwrap().fen(), states[ply].fen());
+    }
+}
+
+#[test]
+fn a_label_with_history_is_the_position_as_the_game_reached_it() {
+    let (states, moves) = game_states();
+    let fen = states[10].fen();
+    let legal_moves = legal(&fen);
+    let value = 1.0 / legal_moves.len() as f32;
+    let label = |history: Option<LabelHistory>| {
+        LabelEntry::Label(Label {
+            fen: fen.clone(),
+            plies_left: Some(40),
+            wdl: [q(13107), q(39321), q(13107)],
+            moves: legal_moves
+                .iter()
+                .map(|m| (LabelMove::of(m), value))
+                .collect(),
+            best: 0,
+            history,
+        })
+    };
+    let history = LabelHistory {
+        root_fen: states[3].fen(),
+        moves: moves[3..].iter().map(LabelMove::of).collect(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.cfl");
+    let mut w = LabelWriter::open(&path, &header()).unwrap().writer;
+    w.append(&label(Some(history.clone()))).unwrap();
+    // A history that leads elsewhere (one ply short) does not fit the label.
+    w.append(&label(Some(LabelHistory {
+        root_fen: states[3].fen(),
+        moves: history.moves[..6].to_vec(),
+    })))
+    .unwrap();
+    drop(w);
+    let limits = TeacherLimits {
+        max_positions: 100,
+        validation_share: 0.0,
+        temperature: DEFAULT_TEMPERATURE,
+    };
+    let source = TeacherSource::open(&path, limits).unwrap();
+    assert_eq!((source.stats().labels, source.stats().invalid), (1, 1));
+
+    for fill in [HistoryFill::FenOnly, HistoryFill::No] {
+        let (batch, filled) = drawn(&source, Split::Training, fill, 1, 0);
+        assert!(filled);
+        // The inputs are those of the game's own state after its ten plies, as self-play
+        // encodes it: eight real boards of history...
+        let mut in_game = vec![0.0; TOKEN_FLOATS];
+        encode_tokens_filled(&states[10], fill, &mut in_game);
+        assert_eq!(batch.inputs, in_game);
+        // ...which the FEN alone, filled or not, does not give.
+        let mut from_fen = vec![0.0; TOKEN_FLOATS];
+        let alone = ChessState::from_fen(&fen, fill).unwrap();
+        encode_tokens_filled(&alone, fill, &mut from_fen);
+        assert_ne!(batch.inputs, from_fen);
+    }
 }

@@ -9,8 +9,14 @@
 //! - moves left: the plies to the end of the game the position came from, NaN (no
 //!   moves-left loss) for a position from a book.
 //!
-//! Labels are checked when the source opens: a label whose FEN does not parse or whose moves
-//! are not exactly the position's legal moves is counted and left out.
+//! The input is the position as the game reached it when the label carries the game's last
+//! plies (labels of self-play and PGN positions), so the history planes hold real boards as in
+//! play; else the FEN with the net's history fill (books, Lc0 data, label files from before
+//! the thirteenth session).
+//!
+//! Labels are checked when the source opens: a label whose FEN does not parse, whose moves
+//! are not exactly the position's legal moves or whose history does not replay to its FEN is
+//! counted and left out.
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +24,7 @@ use rand_chacha::ChaCha8Rng;
 
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
-use cfzero_teacher::label_file::{Label, LabelEntry, LabelFileError, LabelReader};
+use cfzero_teacher::label_file::{Label, LabelEntry, LabelFileError, LabelHistory, LabelReader};
 use shakmaty::Position as _;
 
 use super::held::{HeldSets, held_out};
@@ -62,6 +68,8 @@ pub struct TeacherStats {
 #[derive(Debug)]
 struct Position {
     fen: Box<str>,
+    /// The game's plies before the position, when the label has them.
+    history: Option<LabelHistory>,
     plies_left: Option<u16>,
     wdl: [f32; 3],
     /// (policy index, target probability) of every legal move.
@@ -71,6 +79,11 @@ struct Position {
 /// Why a label does not fit its position.
 fn check(label: &Label, temperature: f32) -> Option<Position> {
     let state = ChessState::from_fen(&label.fen, HistoryFill::No).ok()?;
+    if let Some(h) = &label.history
+        && h.replay(HistoryFill::No)?.fen() != label.fen
+    {
+        return None;
+    }
     let position = state.position();
     if position.legal_moves().len() != label.moves.len() {
         return None;
@@ -98,6 +111,7 @@ fn check(label: &Label, temperature: f32) -> Option<Position> {
     }
     Some(Position {
         fen: label.fen.clone().into_boxed_str(),
+        history: label.history.clone(),
         plies_left: label.plies_left,
         wdl: label.wdl,
         policy: policy.into_boxed_slice(),
@@ -186,8 +200,13 @@ impl SampleSource for TeacherSource {
             return Ok(false);
         };
         // Checked when the source opened.
-        let state = ChessState::from_fen(&p.fen, targets.history_fill)
-            .map_err(|e| SourceError::Label(format!("{}: {e}", p.fen)))?;
+        let state = match &p.history {
+            Some(h) => h
+                .replay(targets.history_fill)
+                .ok_or_else(|| SourceError::Label(format!("{}: history does not replay", p.fen)))?,
+            None => ChessState::from_fen(&p.fen, targets.history_fill)
+                .map_err(|e| SourceError::Label(format!("{}: {e}", p.fen)))?,
+        };
         encode_tokens_filled(
             &state,
             targets.history_fill,
