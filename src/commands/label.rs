@@ -15,9 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use cfzero_eval::uci_client::{UciLimit, parse_option};
 use cfzero_selfplay::replay::replay;
-use cfzero_teacher::label_file::{
-    ActionValues, GameHistory, LabelEntry, LabelHeader, LabelHistory, LabelWriter,
-};
+use cfzero_teacher::label_file::{GameHistory, LabelEntry, LabelHistory, LabelWriter};
 use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
 use cfzero_teacher::{Method, Resumed};
 use cfzero_trainer::source::pgn::{PgnFilters, open_pgn, parse_games};
@@ -220,18 +218,7 @@ pub fn run(args: &LabelArgs) -> Result<()> {
             "--processes, --attempts and --timeout must be at least 1",
         ));
     }
-    let header = LabelHeader {
-        engine: args.engine.clone(),
-        options: options.clone(),
-        limit: limit.to_string(),
-        method: args.method,
-        source: args.from.clone(),
-        action_values: ActionValues::Centipawns,
-    };
-    let max = args.max_positions.unwrap_or(usize::MAX);
-    let positions = positions(&args.from, max)?;
-    // The engine first: a command that does not start must leave no file behind.
-    let pool = EnginePool::start(&PoolOptions {
+    let pool_options = PoolOptions {
         command: args.engine.clone(),
         options,
         limit,
@@ -239,8 +226,12 @@ pub fn run(args: &LabelArgs) -> Result<()> {
         processes: args.processes,
         timeout: Duration::from_secs(args.timeout),
         attempts: args.attempts,
-    })
-    .map_err(user_error)?;
+    };
+    let header = pool_options.header(&args.from);
+    let max = args.max_positions.unwrap_or(usize::MAX);
+    let positions = positions(&args.from, max)?;
+    // The engine first: a command that does not start must leave no file behind.
+    let pool = EnginePool::start(&pool_options).map_err(user_error)?;
     let Resumed {
         mut writer,
         entries: done,

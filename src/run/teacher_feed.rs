@@ -27,7 +27,7 @@ use anyhow::{Context, Result};
 use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::replay::replay;
 use cfzero_teacher::label_file::{
-    ActionValues, GameHistory, LabelEntry, LabelFileError, LabelHeader, LabelWriter,
+    GameHistory, LabelEntry, LabelFileError, LabelHeader, LabelWriter,
 };
 use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
 use rand::{Rng, SeedableRng};
@@ -102,27 +102,20 @@ impl TeacherEngines {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let limit = config.limit();
-        let pool = EnginePool::start(&PoolOptions {
+        let pool_options = PoolOptions {
             command: config.engine.clone(),
-            options: options.clone(),
-            limit,
+            options,
+            limit: config.limit(),
             method: config.method,
             processes: config.processes,
             timeout: Duration::from_secs(config.timeout_seconds),
             attempts: config.attempts,
-        })
-        .map_err(|e| user_error(format!("the teacher ({}): {e}", config.engine)))?;
+        };
+        let pool = EnginePool::start(&pool_options)
+            .map_err(|e| user_error(format!("the teacher ({}): {e}", config.engine)))?;
         Ok(TeacherEngines {
             pool,
-            header: LabelHeader {
-                engine: config.engine.clone(),
-                options,
-                limit: limit.to_string(),
-                method: config.method,
-                source: "cfzero train: self-play positions".to_owned(),
-                action_values: ActionValues::Centipawns,
-            },
+            header: pool_options.header("cfzero train: self-play positions"),
             processes: config.processes,
             share: config.share,
         })

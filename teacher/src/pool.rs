@@ -16,7 +16,7 @@ use cfzero_eval::uci_client::{UciClientError, UciLimit};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::analysis::{Analysis, AnalysisError, Analyst, Method};
-use crate::label_file::{Label, LabelEntry, LabelHistory, LabelMove};
+use crate::label_file::{ActionValues, Label, LabelEntry, LabelHeader, LabelHistory, LabelMove};
 
 /// How the pool's engines are run.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +35,21 @@ pub struct PoolOptions {
     pub timeout: Duration,
     /// Tries per position before it is skipped.
     pub attempts: usize,
+}
+
+impl PoolOptions {
+    /// The header of a label file these engines write with positions from `source`
+    /// (cfzero writes centipawn action values).
+    pub fn header(&self, source: &str) -> LabelHeader {
+        LabelHeader {
+            engine: self.command.clone(),
+            options: self.options.clone(),
+            limit: self.limit.to_string(),
+            method: self.method,
+            source: source.to_owned(),
+            action_values: ActionValues::Centipawns,
+        }
+    }
 }
 
 /// A position to label.

@@ -55,9 +55,9 @@ pub struct Learner {
     opt: NAdam,
     swa: Option<Swa>,
     config: TrainConfig,
-    /// `config.precision` resolved for the net's device: `F32` or `Bf16`.
-    precision: TrainPrecision,
-    /// Why `precision` (for the run's log).
+    /// Whether `config.precision`, resolved for the net's device, is bf16 autocast.
+    autocast: bool,
+    /// Why (for the run's log).
     precision_reason: String,
 }
 
@@ -74,12 +74,13 @@ impl Learner {
         );
         let swa = (config.swa_every > 0).then(|| Swa::new(config.swa_max));
         let (precision, precision_reason) = config.precision.resolve(net.device());
+        let autocast = precision == TrainPrecision::Bf16;
         Learner {
             net,
             opt,
             swa,
             config,
-            precision,
+            autocast,
             precision_reason,
         }
     }
@@ -87,7 +88,12 @@ impl Learner {
     /// The precision the steps run in (`train.precision` resolved for the net's device:
     /// `F32` or `Bf16`) and why, e.g. `(Bf16, "auto: this CPU has avx512_bf16")`.
     pub fn precision(&self) -> (TrainPrecision, &str) {
-        (self.precision, &self.precision_reason)
+        let precision = if self.autocast {
+            TrainPrecision::Bf16
+        } else {
+            TrainPrecision::F32
+        };
+        (precision, &self.precision_reason)
     }
 
     /// Steps taken so far.
@@ -119,14 +125,12 @@ impl Learner {
         }
     }
 
-    /// The training forward pass, in the resolved precision (never `Auto`: see `new`); its
-    /// outputs are f32 either way.
+    /// The training forward pass, in the resolved precision; its outputs are f32 either way.
     fn forward(&self, inputs: &Tensor) -> ModelOutputs {
-        match self.precision {
-            TrainPrecision::F32 | TrainPrecision::Auto => self.net.forward(inputs),
-            TrainPrecision::Bf16 => {
-                bf16_autocast(self.net.device(), || self.net.forward(inputs)).into_f32()
-            }
+        if self.autocast {
+            bf16_autocast(self.net.device(), || self.net.forward(inputs)).into_f32()
+        } else {
+            self.net.forward(inputs)
         }
     }
 
