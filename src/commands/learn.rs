@@ -118,18 +118,17 @@ pub fn run(learn: &LearnArgs) -> Result<()> {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let labels = match &mut teacher {
-            Some(t) => Some(teacher_phase::offer_and_mix_in(&mut session, t, next)?),
-            None => None,
-        };
+        if let Some(t) = &mut teacher {
+            teacher_phase::offer_and_mix_in(&mut session, t, next)?;
+        }
         let held = teacher_phase::hold_while_training(teacher.as_ref(), &session);
         let Some(lp) = session.train_and_publish(&stop)? else {
             break;
         };
         drop(held);
-        let teacher_text = match (&teacher, labels) {
-            (Some(t), Some(labels)) => teacher_phase::log(&mut session, t, labels, next)?,
-            _ => String::new(),
+        let teacher_text = match &teacher {
+            Some(t) => teacher_phase::log(&mut session, t, next)?,
+            None => String::new(),
         };
         let eval_text = session.evaluate_if_due(&stop)?;
         let line = format!(

@@ -28,42 +28,48 @@ pub fn engines(args: &RunArgs) -> Result<Option<TeacherEngines>> {
     }
 }
 
+/// A teacher beside self-play: the feed of its engines, and the labels they have written,
+/// read as they are appended.
+#[derive(Debug)]
+pub struct Teacher {
+    feed: TeacherFeed,
+    labels: Arc<TeacherSource>,
+}
+
 /// Starts feeding `engines` (if any) the games that enter `session`'s window from now on,
-/// labels into the run's `teacher/`.
-pub fn start(
-    engines: Option<TeacherEngines>,
-    session: &mut Session,
-) -> Result<Option<TeacherFeed>> {
+/// labels into the run's `teacher/` (the labels already there, from before a resume, are
+/// read at once).
+pub fn start(engines: Option<TeacherEngines>, session: &mut Session) -> Result<Option<Teacher>> {
     let Some(engines) = engines else {
         return Ok(None);
     };
     let feed = TeacherFeed::start(engines, &session.dir.teacher(), session.config.run.seed)?;
-    session.collect_arrivals();
-    Ok(Some(feed))
-}
-
-/// Offers the games that entered the window since the last call (generation `g`'s) to the
-/// teacher, then mixes its labels so far into `g`'s training at the teacher's weight for
-/// `g` (the window keeps the rest). Returns the labels, whatever their weight, for
-/// measuring the net's agreement with the teacher.
-pub fn offer_and_mix_in(
-    session: &mut Session,
-    t: &mut TeacherFeed,
-    g: u32,
-) -> Result<Arc<TeacherSource>> {
-    let arrived = session.take_arrivals();
-    t.offer(arrived.iter().map(|game| game.as_ref()), g);
     let teacher = &session.config.teacher;
     let limits = TeacherLimits {
         max_positions: usize::MAX,
         validation_share: session.config.window.validation_share,
         temperature: teacher.temperature as f32,
     };
-    let labels = Arc::new(
-        TeacherSource::open(t.dir(), limits)
-            .with_context(|| format!("reading the teacher's labels in {}", t.dir().display()))?,
-    );
-    let weight = teacher.weight_at(g);
+    let labels =
+        Arc::new(TeacherSource::open(feed.dir(), limits).with_context(|| {
+            format!("reading the teacher's labels in {}", feed.dir().display())
+        })?);
+    session.collect_arrivals();
+    Ok(Some(Teacher { feed, labels }))
+}
+
+/// Offers the games that entered the window since the last call (generation `g`'s) to the
+/// teacher, then mixes its labels so far into `g`'s training at the teacher's weight for
+/// `g` (the window keeps the rest). Only the labels written since the last call are read:
+/// reading them all again cost about a second a generation after an hour's 460,000.
+pub fn offer_and_mix_in(session: &mut Session, t: &mut Teacher, g: u32) -> Result<()> {
+    let arrived = session.take_arrivals();
+    t.feed.offer(arrived.iter().map(|game| game.as_ref()), g);
+    t.labels
+        .refresh()
+        .with_context(|| format!("reading the teacher's labels in {}", t.feed.dir().display()))?;
+    let labels = &t.labels;
+    let weight = session.config.teacher.weight_at(g);
     if labels.positions(Split::Training) > 0 && weight > 0.0 {
         session.add_data_sources(
             vec![(labels.clone() as Arc<dyn SampleSource>, weight)],
@@ -72,29 +78,24 @@ pub fn offer_and_mix_in(
     } else {
         session.add_data_sources(Vec::new(), 1.0);
     }
-    Ok(labels)
+    Ok(())
 }
 
 /// Holds the teacher (if any) while `session` trains on the CPU, until the guard drops
 /// (see [`TeacherFeed::pause`] and the module docs of `teacher_feed`); on a GPU the engines
 /// take nothing from training and go on.
 pub fn hold_while_training<'a>(
-    teacher: Option<&'a TeacherFeed>,
+    teacher: Option<&'a Teacher>,
     session: &Session,
 ) -> Option<PausedFeed<'a>> {
     teacher
         .filter(|_| session.device == tch::Device::Cpu)
-        .map(TeacherFeed::pause)
+        .map(|t| t.feed.pause())
 }
 
 /// Logs the teacher's figures of generation `g` to TensorBoard; the log line's part.
-pub fn log(
-    session: &mut Session,
-    t: &TeacherFeed,
-    labels: Arc<TeacherSource>,
-    g: u32,
-) -> Result<String> {
-    let stats = t.stats();
+pub fn log(session: &mut Session, t: &Teacher, g: u32) -> Result<String> {
+    let (labels, stats) = (&t.labels, t.feed.stats());
     let weight = if labels.positions(Split::Training) > 0 {
         session.config.teacher.weight_at(g)
     } else {
@@ -120,7 +121,8 @@ pub fn log(
         stats.labels_per_second(),
         labels.positions(Split::Training),
         agreement.map_or(String::new(), |a| format!(" agree {a:.2}")),
-        t.failed()
+        t.feed
+            .failed()
             .map_or(String::new(), |_| " (stopped)".to_owned()),
     ))
 }
@@ -129,7 +131,7 @@ pub fn log(
 /// written since the run's last publication on the store, so that a successor on another
 /// machine has every label this trainer made. A store that refuses (the lease lost to a
 /// successor, the store down) leaves them in the cache with a warning: the run is stopping.
-pub fn stop(teacher: Option<TeacherFeed>, session: &Session) {
+pub fn stop(teacher: Option<Teacher>, session: &Session) {
     if teacher.is_none() {
         return;
     }

@@ -455,6 +455,28 @@ impl LabelReader {
         })
     }
 
+    /// Opens `path` and reads on from byte `offset`, the [`LabelReader::offset`] an earlier
+    /// reader of the same file reached: how a file a writer is still appending to is read
+    /// a piece at a time.
+    pub fn open_at(path: &Path, offset: u64) -> Result<LabelReader, LabelFileError> {
+        let mut r = LabelReader::open(path)?;
+        if offset < r.offset {
+            return Err(LabelFileError::Corrupt {
+                path: path.to_path_buf(),
+                offset,
+                reason: format!("resuming inside the header (it ends at byte {})", r.offset),
+            });
+        }
+        r.reader
+            .seek(SeekFrom::Start(offset))
+            .map_err(|source| LabelFileError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        r.offset = offset;
+        Ok(r)
+    }
+
     /// Who labelled the file, and what.
     pub fn header(&self) -> &LabelHeader {
         &self.header

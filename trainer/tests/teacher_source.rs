@@ -319,3 +319,101 @@ fn a_label_with_history_is_the_position_as_the_game_reached_it() {
         assert_ne!(batch.inputs, from_fen);
     }
 }
+
+/// Labels of the ten-move game's positions 0..n, as a teacher beside self-play writes them
+/// (each with its history).
+fn game_labels(n: usize) -> Vec<LabelEntry> {
+    let (states, moves) = game_states();
+    let mut history = GameHistory::default();
+    let mut out = Vec::new();
+    for (state, mv) in states.iter().zip(&moves).take(n) {
+        let legal_moves = legal(&state.fen());
+        out.push(LabelEntry::Label(Label {
+            fen: state.fen(),
+            plies_left: Some(10),
+            wdl: [q(13107), q(39321), q(13107)],
+            moves: legal_moves
+                .iter()
+                .map(|m| (LabelMove::of(m), 0.5))
+                .collect(),
+            best: 0,
+            history: Some(history.of(state)),
+        }));
+        history.push(state, mv);
+    }
+    out
+}
+
+#[test]
+fn refresh_reads_what_was_appended_since_as_a_fresh_open_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("labels-01.cfl");
+    let labels = game_labels(10);
+    let mut w = LabelWriter::open(&first, &header()).unwrap().writer;
+    for e in &labels[..4] {
+        w.append(e).unwrap();
+    }
+    let limits = TeacherLimits {
+        max_positions: usize::MAX,
+        validation_share: 0.25,
+        temperature: DEFAULT_TEMPERATURE,
+    };
+    let source = TeacherSource::open(dir.path(), limits).unwrap();
+    assert_eq!(source.stats().labels, 4);
+    // More labels, then a writer in the middle of an entry: the whole ones are read, the
+    // partial one is not (yet).
+    for e in &labels[4..7] {
+        w.append(e).unwrap();
+    }
+    drop(w);
+    let whole = std::fs::metadata(&first).unwrap().len();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&first)
+        .unwrap();
+    std::io::Write::write_all(&mut file, &[200, 0, 0, 0, 1, 2, 3]).unwrap();
+    drop(file);
+    assert_eq!(source.refresh().unwrap(), 3);
+    assert_eq!((source.stats().labels, source.stats().torn), (7, 1));
+    // The writer resumes (cutting the partial entry) and appends the rest; a second file
+    // begins. Each label is read once.
+    let mut w = LabelWriter::open(&first, &header()).unwrap().writer;
+    assert_eq!(std::fs::metadata(&first).unwrap().len(), whole);
+    for e in &labels[7..9] {
+        w.append(e).unwrap();
+    }
+    drop(w);
+    let mut w = LabelWriter::open(&dir.path().join("labels-02.cfl"), &header())
+        .unwrap()
+        .writer;
+    w.append(&labels[9]).unwrap();
+    w.append(&LabelEntry::Skipped {
+        fen: "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1".into(),
+        reason: "no legal move".into(),
+    })
+    .unwrap();
+    drop(w);
+    assert_eq!(source.refresh().unwrap(), 3);
+    assert_eq!(source.refresh().unwrap(), 0);
+    let fresh = TeacherSource::open(dir.path(), limits).unwrap();
+    assert_eq!(source.stats(), fresh.stats());
+    assert_eq!(
+        (
+            source.stats().labels,
+            source.stats().files,
+            source.stats().skipped
+        ),
+        (10, 2, 1)
+    );
+    for split in [Split::Training, Split::Validation] {
+        assert_eq!(source.positions(split), fresh.positions(split));
+    }
+    assert_eq!(source.positions(Split::Validation), 2);
+    // The same draws give the same samples.
+    for slot in 0..3 {
+        let a = drawn(&source, Split::Training, HistoryFill::FenOnly, 3, slot);
+        let b = drawn(&fresh, Split::Training, HistoryFill::FenOnly, 3, slot);
+        assert_eq!(a.0.inputs, b.0.inputs);
+        assert_eq!(a.0.policy, b.0.policy);
+    }
+}

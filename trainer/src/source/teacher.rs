@@ -19,6 +19,7 @@
 //! counted and left out.
 
 use std::path::{Path, PathBuf};
+use std::sync::RwLock;
 
 use rand_chacha::ChaCha8Rng;
 
@@ -50,7 +51,7 @@ pub struct TeacherLimits {
     pub temperature: f32,
 }
 
-/// What opening the labels found.
+/// What the labels read hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TeacherStats {
     /// Label files read.
@@ -61,7 +62,8 @@ pub struct TeacherStats {
     pub skipped: usize,
     /// Labels left out because they do not fit their position.
     pub invalid: usize,
-    /// Files that end in a partial entry (a labelling run killed mid-write).
+    /// Files that ended in a partial entry at the last read (a labelling run killed
+    /// mid-write, or a writer in the middle of an entry).
     pub torn: usize,
 }
 
@@ -118,63 +120,102 @@ fn check(label: &Label, temperature: f32) -> Option<Position> {
     })
 }
 
-/// Labelled positions in memory (see the module docs).
+/// Labelled positions in memory (see the module docs). [`TeacherSource::refresh`] reads what
+/// was appended to the files since, so a run whose teacher labels as it trains reads each
+/// label once, not every generation.
 #[derive(Debug)]
 pub struct TeacherSource {
     path: PathBuf,
+    limits: TeacherLimits,
+    read: RwLock<Read>,
+}
+
+/// What a [`TeacherSource`] has read.
+#[derive(Debug)]
+struct Read {
     sets: HeldSets<Position>,
     stats: TeacherStats,
+    /// Each file read, and the byte its reading reached.
+    files: Vec<(PathBuf, u64)>,
 }
 
 impl TeacherSource {
     /// Reads `path`: a label file, or a directory of them (`*.cfl`, recursively, in name
     /// order). A file that is damaged (not one a killed writer leaves) is an error.
     pub fn open(path: &Path, limits: TeacherLimits) -> Result<TeacherSource, LabelFileError> {
-        let mut files = Vec::new();
-        if path.is_dir() {
-            files = super::files_under(path, &["cfl"]).map_err(|source| LabelFileError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        } else {
-            files.push(path.to_path_buf());
-        }
-        let mut source = TeacherSource {
+        let source = TeacherSource {
             path: path.to_path_buf(),
-            sets: HeldSets::new(),
-            stats: TeacherStats::default(),
+            limits,
+            read: RwLock::new(Read {
+                sets: HeldSets::new(),
+                stats: TeacherStats::default(),
+                files: Vec::new(),
+            }),
         };
-        let temperature = limits.temperature.max(1e-4);
-        'files: for file in files {
-            let mut reader = LabelReader::open(&file)?;
-            source.stats.files += 1;
-            while let Some(entry) = reader.next_entry()? {
-                if source.stats.labels >= limits.max_positions {
-                    break 'files;
+        source.refresh()?;
+        Ok(source)
+    }
+
+    /// Reads the entries appended to the files since the last read, and files new since;
+    /// returns how many labels it kept. A partial last entry (a writer in the middle of
+    /// appending it) is read the next time.
+    pub fn refresh(&self) -> Result<usize, LabelFileError> {
+        let paths = if self.path.is_dir() {
+            super::files_under(&self.path, &["cfl"]).map_err(|source| LabelFileError::Io {
+                path: self.path.clone(),
+                source,
+            })?
+        } else {
+            vec![self.path.clone()]
+        };
+        let mut read = self.read.write().expect("never poisoned");
+        let Read { sets, stats, files } = &mut *read;
+        let before = stats.labels;
+        let temperature = self.limits.temperature.max(1e-4);
+        stats.torn = 0;
+        for path in paths {
+            if stats.labels >= self.limits.max_positions {
+                break;
+            }
+            let known = files.iter().position(|(p, _)| *p == path);
+            let mut reader = match known {
+                Some(k) => LabelReader::open_at(&path, files[k].1)?,
+                None => {
+                    stats.files += 1;
+                    LabelReader::open(&path)?
                 }
+            };
+            while stats.labels < self.limits.max_positions {
+                let Some(entry) = reader.next_entry()? else {
+                    break;
+                };
                 let label = match entry {
                     LabelEntry::Label(l) => l,
                     LabelEntry::Skipped { .. } => {
-                        source.stats.skipped += 1;
+                        stats.skipped += 1;
                         continue;
                     }
                 };
                 let Some(position) = check(&label, temperature) else {
-                    source.stats.invalid += 1;
+                    stats.invalid += 1;
                     continue;
                 };
-                let held_out = held_out(source.stats.labels, limits.validation_share);
-                source.stats.labels += 1;
-                source.sets.set_mut(held_out).push(position);
+                let held_out = held_out(stats.labels, self.limits.validation_share);
+                stats.labels += 1;
+                sets.set_mut(held_out).push(position);
             }
-            source.stats.torn += usize::from(reader.torn());
+            stats.torn += usize::from(reader.torn());
+            match known {
+                Some(k) => files[k].1 = reader.offset(),
+                None => files.push((path, reader.offset())),
+            }
         }
-        Ok(source)
+        Ok(stats.labels - before)
     }
 
-    /// What opening the labels found.
-    pub fn stats(&self) -> &TeacherStats {
-        &self.stats
+    /// What the labels read so far hold.
+    pub fn stats(&self) -> TeacherStats {
+        self.read.read().expect("never poisoned").stats.clone()
     }
 }
 
@@ -184,7 +225,11 @@ impl SampleSource for TeacherSource {
     }
 
     fn positions(&self, split: Split) -> usize {
-        self.sets.positions(split)
+        self.read
+            .read()
+            .expect("never poisoned")
+            .sets
+            .positions(split)
     }
 
     fn fill(
@@ -196,7 +241,8 @@ impl SampleSource for TeacherSource {
         _scratch: &mut SampleScratch,
         targets: &TargetOptions,
     ) -> Result<bool, SourceError> {
-        let Some(p) = self.sets.draw(split, rng) else {
+        let read = self.read.read().expect("never poisoned");
+        let Some(p) = read.sets.draw(split, rng) else {
             return Ok(false);
         };
         // Checked when the source opened.
