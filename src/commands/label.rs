@@ -75,7 +75,6 @@ pub struct LabelArgs {
 /// Positions in memory at once beyond those the engines work on.
 const IN_FLIGHT_PER_PROCESS: usize = 8;
 
-/// The positions of `spec`, as (FEN, plies left in its game).
 /// A position to label, as its source gives it.
 #[derive(Debug, Clone)]
 struct SourcePosition {
@@ -86,6 +85,7 @@ struct SourcePosition {
     history: Option<LabelHistory>,
 }
 
+/// The positions of `spec` (a game's with the plies before them).
 fn positions(spec: &str, max: usize) -> Result<Vec<SourcePosition>> {
     let (kind, path) = spec
         .split_once(':')
@@ -152,7 +152,7 @@ fn positions(spec: &str, max: usize) -> Result<Vec<SourcePosition>> {
 }
 
 /// The positions of Lc0 V6 training data: a chunk (`.gz`, one game as Lc0 writes them) or a
-/// directory of chunks (recursively, in name order), as (FEN, plies left in its game).
+/// directory of chunks (recursively, in name order), with the plies left in their games.
 fn lc0_positions(path: &Path, max: usize) -> Result<Vec<SourcePosition>> {
     let bad = |e: &dyn std::fmt::Display| user_error(format!("lc0:{}: {e}", path.display()));
     let files = if path.is_dir() {
