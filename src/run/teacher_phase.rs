@@ -1,8 +1,8 @@
 //! A teacher's part of a generation, for `cfzero train` and `cfzero learn` alike: its engines
 //! start before the run opens, the games that enter the replay window are offered to them,
-//! their labels so far are mixed into the generation's training at the teacher's weight, and
-//! the generation's line and TensorBoard get the teacher's figures (labels, weight,
-//! agreement).
+//! their labels so far (one `TeacherSource` for the run that reads only what was appended
+//! since) are mixed into the generation's training at the teacher's weight, and the
+//! generation's line and TensorBoard get the teacher's figures (labels, weight, agreement).
 
 use std::sync::Arc;
 
