@@ -62,10 +62,10 @@ impl MoveValue {
     /// Not the expected score (W + D/2) of the engine's W/D/L, as labels had before:
     /// Stockfish's W/D/L reaches 1000/0/0 a few pawns up (and 0/0/1000 a few down), so every
     /// move that keeps a won position won scored exactly 1 and the policy target was flat
-    /// over them; in the labels of a teacher's hour
-    /// (396,003 self-play positions, Stockfish at 1,000 nodes) 46% had every move tied and 70%
-    /// a best move tied with others (BENCHMARKS.md, "Action values from centipawns"). The
-    /// logistic of the centipawns keeps them apart up to about 20 pawns.
+    /// over them; in the labels of a teacher's hour (396,003 self-play positions, Stockfish at
+    /// 1,000 nodes) 46% had every move tied and 70% a best move tied with others
+    /// (BENCHMARKS.md, "Action values from centipawns"). The logistic of the centipawns keeps
+    /// them apart up to about 20 pawns.
     pub fn action_value(&self) -> f32 {
         self.score.win_probability()
     }
