@@ -75,7 +75,9 @@ pub struct TeacherConfig {
     pub attempts: usize,
     /// Share of each generation's self-play positions sent to the engine.
     pub share: f64,
-    /// Share of the training samples drawn from the teacher's labels at generation 1.
+    /// Share of the training samples drawn from the teacher's labels at generation 1 (0.75:
+    /// since the labels carry their game's history, 0.75 beat 0.5 in the same hour,
+    /// docs/METHODS.md §9).
     pub weight: f64,
     /// The weight is multiplied by this each generation (1: constant).
     pub decay: f64,
@@ -96,7 +98,7 @@ impl Default for TeacherConfig {
             timeout_seconds: 60,
             attempts: 3,
             share: 0.25,
-            weight: 0.5,
+            weight: 0.75,
             decay: 1.0,
             temperature: f64::from(cfzero_trainer::source::teacher::DEFAULT_TEMPERATURE),
         }
