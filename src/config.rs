@@ -55,8 +55,8 @@ pub struct Config {
 pub struct TeacherConfig {
     /// The engine's command line (e.g. `/usr/games/stockfish`); empty: no teacher.
     pub engine: String,
-    /// UCI options of the engine, `Name = "value"` (e.g. `Threads = "1"`, `Hash = "16"`,
-    /// `UCI_ShowWDL = "true"`).
+    /// UCI options of the engine, `Name = "value"`; each of [`TEACHER_OPTIONS`] the table
+    /// leaves out is added where the engine offers it.
     pub options: std::collections::BTreeMap<String, String>,
     /// Nodes per position (used unless `movetime_ms` or `depth` is set).
     pub nodes: u64,
@@ -84,6 +84,13 @@ pub struct TeacherConfig {
     /// Temperature of the softmax over the moves' expected scores (the policy target).
     pub temperature: f64,
 }
+
+/// Options the teacher's engine gets unless `[teacher.options]` sets them, each where the
+/// engine offers it: W/D/L with every score (without it a score carries no draw share, and the
+/// value targets none), one thread and a small hash (the engine shares the cores with
+/// self-play).
+pub const TEACHER_OPTIONS: [(&str, &str); 3] =
+    [("UCI_ShowWDL", "true"), ("Threads", "1"), ("Hash", "16")];
 
 impl Default for TeacherConfig {
     fn default() -> Self {
@@ -179,6 +186,16 @@ pub struct RunConfig {
     pub eval_openings_count: usize,
     /// Simulations per move of the nets in evaluation matches.
     pub eval_simulations: u32,
+    /// The anchor the in-run evaluation plays: a UCI engine's command line (a bare program
+    /// name is looked for on `PATH`, then in `/usr/games`); empty: the built-in 1-ply
+    /// material-greedy mover. An engine at a fixed level does not saturate as the greedy
+    /// mover does once the net beats it every game.
+    pub eval_engine: String,
+    /// UCI options of the anchor engine, each sent only where the engine offers it. The
+    /// default is the documented reference, Stockfish's weakest level on one thread.
+    pub eval_engine_options: std::collections::BTreeMap<String, String>,
+    /// Nodes a move of the anchor engine.
+    pub eval_engine_nodes: u64,
     /// Random seed of the run.
     pub seed: u64,
     /// Largest batch the inference thread runs.
@@ -213,6 +230,12 @@ impl Default for RunConfig {
             eval_openings: None,
             eval_openings_count: 10,
             eval_simulations: 32,
+            eval_engine: String::new(),
+            eval_engine_options: [("Skill Level", "0"), ("Threads", "1"), ("Hash", "16")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            eval_engine_nodes: 100,
             seed: 1,
             max_batch: cfzero_network::inference::DEFAULT_MAX_BATCH,
             torch_threads: 0,
@@ -410,6 +433,7 @@ impl RunConfig {
         InvalidSetting::in_range("sample_reuse", reuse, 0.0, false, f64::INFINITY)?;
         InvalidSetting::at_least("eval_openings_count", self.eval_openings_count as u64, 1)?;
         InvalidSetting::at_least("eval_simulations", self.eval_simulations.into(), 1)?;
+        InvalidSetting::at_least("eval_engine_nodes", self.eval_engine_nodes, 1)?;
         InvalidSetting::at_least("max_batch", self.max_batch as u64, 1)?;
         InvalidSetting::at_least("inference_servers", self.inference_servers as u64, 1)
     }

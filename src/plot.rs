@@ -27,69 +27,60 @@ pub struct EloPoint {
     pub step: f64,
     /// Minutes into the run when it was published.
     pub minutes: f64,
-    /// Elo against generation 0.
+    /// Elo against the plot's reference (generation 0 in a ladder, the anchor in a run).
     pub elo: f64,
-    /// Half the 95% interval.
-    pub margin: f64,
+    /// The low end of the 95% interval.
+    pub low: f64,
+    /// The high end of the 95% interval.
+    pub high: f64,
 }
 
 /// Which x coordinate of a point a panel shows.
 type XOf = fn(&EloPoint) -> f64;
 
-/// Draws Elo against training step (left) and against wall time (right), with 95% intervals.
-pub fn elo_plot(points: &[EloPoint], title: &str, path: &Path) -> Result<()> {
+/// Draws Elo against training step (left) and against wall time (right), with 95% intervals;
+/// `y_label` says what the Elo is measured against.
+pub fn elo_plot(points: &[EloPoint], title: &str, y_label: &str, path: &Path) -> Result<()> {
     register_font();
-    let draw = || -> Result<(), Box<dyn std::error::Error>> {
-        let root = BitMapBackend::new(path, (1200, 520)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root = root.titled(title, ("sans-serif", 22))?;
-        let (left, right) = root.split_horizontally(600);
-        let lo = points
-            .iter()
-            .map(|p| p.elo - p.margin)
-            .fold(0.0f64, f64::min);
-        let hi = points
-            .iter()
-            .map(|p| p.elo + p.margin)
-            .fold(0.0f64, f64::max);
-        let pad = ((hi - lo) * 0.05).max(10.0);
-        let step: XOf = |p| p.step;
-        let minutes: XOf = |p| p.minutes;
-        for (area, label, x) in [
-            (&left, "training step", step),
-            (&right, "wall time (minutes)", minutes),
-        ] {
-            let x_max = points.iter().map(x).fold(1e-9f64, f64::max);
-            let mut chart = ChartBuilder::on(area)
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(56)
-                .build_cartesian_2d(0.0..x_max * 1.03, (lo - pad)..(hi + pad))?;
-            chart
-                .configure_mesh()
-                .x_desc(label)
-                .y_desc("Elo (generation 0 = 0)")
-                .label_style(("sans-serif", 14))
-                .draw()?;
-            let colour = RGBColor(31, 119, 180);
-            chart.draw_series(LineSeries::new(
-                points.iter().map(|p| (x(p), p.elo)),
-                colour,
-            ))?;
-            chart.draw_series(points.iter().map(|p| {
-                ErrorBar::new_vertical(
-                    x(p),
-                    p.elo - p.margin,
-                    p.elo,
-                    p.elo + p.margin,
-                    colour.filled(),
-                    6,
-                )
-            }))?;
-        }
-        root.present()?;
-        Ok(())
-    };
+    let draw =
+        || -> Result<(), Box<dyn std::error::Error>> {
+            let root = BitMapBackend::new(path, (1200, 520)).into_drawing_area();
+            root.fill(&WHITE)?;
+            let root = root.titled(title, ("sans-serif", 22))?;
+            let (left, right) = root.split_horizontally(600);
+            let lo = points.iter().map(|p| p.low).fold(0.0f64, f64::min);
+            let hi = points.iter().map(|p| p.high).fold(0.0f64, f64::max);
+            let pad = ((hi - lo) * 0.05).max(10.0);
+            let step: XOf = |p| p.step;
+            let minutes: XOf = |p| p.minutes;
+            for (area, label, x) in [
+                (&left, "training step", step),
+                (&right, "wall time (minutes)", minutes),
+            ] {
+                let x_max = points.iter().map(x).fold(1e-9f64, f64::max);
+                let mut chart = ChartBuilder::on(area)
+                    .margin(12)
+                    .x_label_area_size(40)
+                    .y_label_area_size(56)
+                    .build_cartesian_2d(0.0..x_max * 1.03, (lo - pad)..(hi + pad))?;
+                chart
+                    .configure_mesh()
+                    .x_desc(label)
+                    .y_desc(y_label)
+                    .label_style(("sans-serif", 14))
+                    .draw()?;
+                let colour = RGBColor(31, 119, 180);
+                chart.draw_series(LineSeries::new(
+                    points.iter().map(|p| (x(p), p.elo)),
+                    colour,
+                ))?;
+                chart.draw_series(points.iter().map(|p| {
+                    ErrorBar::new_vertical(x(p), p.low, p.elo, p.high, colour.filled(), 6)
+                }))?;
+            }
+            root.present()?;
+            Ok(())
+        };
     draw()
         .map_err(|e| anyhow!("{e}"))
         .with_context(|| format!("drawing {}", path.display()))

@@ -13,12 +13,7 @@ use tch::Device;
 
 /// The test engine's command line.
 fn engine() -> String {
-    let root = repo_root();
-    format!(
-        "{} {}",
-        root.join(".venv/bin/python").display(),
-        root.join("tests/engines/pick_engine.py").display()
-    )
+    pick_engine()
 }
 
 /// Runs `cfzero match ARGS --json` and returns the report.

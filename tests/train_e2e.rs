@@ -69,19 +69,39 @@ fn two_generations_on_micro() {
         .map(|e| e.value)
         .collect();
     assert_eq!(games_logged, [GAMES as f32; 2]);
+    let scores: Vec<f32> = events
+        .iter()
+        .filter(|e| e.tag == "eval/score_vs_anchor")
+        .map(|e| e.value)
+        .collect();
+    assert_eq!(scores.len(), 2, "eval_every = 1");
+    assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)));
     for tag in [
-        "eval/score_vs_gen0",
-        "eval/score_vs_random",
-        "eval/score_vs_greedy",
+        "eval/elo_vs_anchor_low",
+        "eval/elo_vs_anchor",
+        "eval/elo_vs_anchor_high",
     ] {
-        let scores: Vec<f32> = events
+        let elo: Vec<f32> = events
             .iter()
             .filter(|e| e.tag == tag)
             .map(|e| e.value)
             .collect();
-        assert_eq!(scores.len(), 2, "{tag}: eval_every = 1");
-        assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "{tag}");
+        assert_eq!(elo.len(), 2, "{tag}");
+        assert!(elo.iter().all(|e| e.abs() <= 800.0), "{tag}: {elo:?}");
     }
+
+    // The evaluation against the default anchor, the greedy mover: a row a generation in
+    // eval.tsv (micro has no eval openings: one pair of games from the start) and its plot.
+    let rows = eval_rows(&run);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (row, g) in rows.iter().zip(["1", "2"]) {
+        assert_eq!(row[0], g, "{row:?}");
+        assert_eq!(row[3], "greedy", "{row:?}");
+        let games: u32 = row[4..7].iter().map(|n| n.parse::<u32>().unwrap()).sum();
+        assert_eq!(games, 2, "{row:?}");
+    }
+    let png = std::fs::read(run.join("elo.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
 
     // log.tsv: one line per generation, the same lines as printed.
     let log = std::fs::read_to_string(run.join("log.tsv")).unwrap();

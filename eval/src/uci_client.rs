@@ -112,12 +112,23 @@ pub struct UciEngine {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
+    /// The names of the options the engine offered in its `option name ...` lines.
+    offered: Vec<String>,
 }
 
 impl UciEngine {
     /// Starts `command` (split at whitespace into program and arguments), runs the `uci`
     /// handshake and sets `options` (`(name, value)` pairs), then waits for `readyok`.
     pub fn start(command: &str, options: &[(String, String)]) -> Result<UciEngine, UciClientError> {
+        let mut engine = Self::launch(command)?;
+        engine.configure(options)?;
+        Ok(engine)
+    }
+
+    /// Starts `command` and runs the `uci` handshake, recording the options the engine offers
+    /// ([`UciEngine::offers`]); [`UciEngine::configure`] then sets options before the first
+    /// search.
+    pub fn launch(command: &str) -> Result<UciEngine, UciClientError> {
         let mut parts = command.split_whitespace();
         let program = parts.next().ok_or(UciClientError::EmptyCommand)?;
         let mut command_line = Command::new(program);
@@ -167,6 +178,7 @@ impl UciEngine {
             child,
             stdin,
             lines,
+            offered: Vec::new(),
         };
         engine.send("uci", "starting")?;
         let setup = Duration::from_secs(30);
@@ -176,21 +188,32 @@ impl UciEngine {
             if let Some(name) = line.strip_prefix("id name ") {
                 engine.name = name.trim().to_string();
             }
+            if let Some(name) = offered_option(&line) {
+                engine.offered.push(name.to_string());
+            }
             if line.trim() == "uciok" {
                 break;
             }
         }
-        for (name, value) in options {
-            engine.set_option(name, value)?;
-        }
-        engine.send("isready", "waiting for readyok")?;
-        let deadline = Instant::now() + setup;
-        while engine
-            .receive(deadline, setup, "waiting for readyok")?
-            .trim()
-            != "readyok"
-        {}
         Ok(engine)
+    }
+
+    /// Sets `options` (`(name, value)` pairs) and waits for `readyok`.
+    pub fn configure(&mut self, options: &[(String, String)]) -> Result<(), UciClientError> {
+        for (name, value) in options {
+            self.set_option(name, value)?;
+        }
+        self.send("isready", "waiting for readyok")?;
+        let setup = Duration::from_secs(30);
+        let deadline = Instant::now() + setup;
+        while self.receive(deadline, setup, "waiting for readyok")?.trim() != "readyok" {}
+        Ok(())
+    }
+
+    /// Whether the engine offered the option `name` in its handshake (UCI option names
+    /// compare without case).
+    pub fn offers(&self, name: &str) -> bool {
+        self.offered.iter().any(|o| o.eq_ignore_ascii_case(name))
     }
 
     /// The engine's `id name`, or its program name when it gave none.
@@ -342,6 +365,12 @@ impl UciPlayer {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(UciPlayer { engines, limit })
     }
+
+    /// A player of engines already started and configured, each move searched with `limit`;
+    /// `None` without an engine.
+    pub fn from_engines(engines: Vec<UciEngine>, limit: UciLimit) -> Option<UciPlayer> {
+        (!engines.is_empty()).then_some(UciPlayer { engines, limit })
+    }
 }
 
 impl Player for UciPlayer {
@@ -383,6 +412,45 @@ impl Player for UciPlayer {
         }
         Ok(())
     }
+}
+
+/// Where a bare program name (no `/`) is looked for after `PATH`: Debian installs Stockfish
+/// there, outside the `PATH` of root and of many services.
+const GAMES_DIR: &str = "/usr/games";
+
+/// `command` with its program (the first word) found: a bare name is looked up on `PATH`,
+/// then in [`GAMES_DIR`]; a path, or a name found nowhere, is left as it is (starting it
+/// then says why it does not run). The standard library has the lookup's parts, and the
+/// `which` crate would still need the second directory.
+pub fn resolve_command(command: &str) -> String {
+    let trimmed = command.trim();
+    let (program, args) = trimmed
+        .split_once(char::is_whitespace)
+        .unwrap_or((trimmed, ""));
+    if program.is_empty() || program.contains('/') {
+        return command.to_string();
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .chain(std::iter::once(std::path::PathBuf::from(GAMES_DIR)))
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file());
+    match found {
+        Some(p) if args.is_empty() => p.display().to_string(),
+        Some(p) => format!("{} {args}", p.display()),
+        None => command.to_string(),
+    }
+}
+
+/// The name of the option an `option name NAME type ...` line offers (a name may contain
+/// spaces, so it ends at the ` type ` token).
+fn offered_option(line: &str) -> Option<&str> {
+    let rest = line.trim().strip_prefix("option name ")?;
+    let name = rest
+        .split_once(" type ")
+        .map_or(rest, |(name, _)| name)
+        .trim();
+    (!name.is_empty()).then_some(name)
 }
 
 /// Parses `Name=Value` into its two halves (the name may contain spaces).

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_eval::arena::{MatchOptions, RandomPlayer, run_match};
-use cfzero_eval::uci_client::{UciClientError, UciEngine, UciLimit, UciPlayer, parse_option};
+use cfzero_eval::uci_client::{
+    UciClientError, UciEngine, UciLimit, UciPlayer, parse_option, resolve_command,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use shakmaty::uci::UciMove;
@@ -51,6 +53,24 @@ fn the_engine_names_itself_and_plays_the_first_legal_move_of_the_start() {
         .best_move(None, &[], &start, UciLimit::Nodes(1))
         .unwrap();
     assert_eq!(uci(mv), "a2a3");
+}
+
+#[test]
+fn the_handshake_records_the_options_the_engine_offers() {
+    let mut engine = UciEngine::launch(&engine_command()).unwrap();
+    assert!(engine.offers("Pick"));
+    assert!(
+        engine.offers("pick"),
+        "UCI option names compare without case"
+    );
+    assert!(!engine.offers("Skill Level"));
+    assert!(!engine.offers("Pic"));
+    engine.configure(&pick("last")).unwrap();
+    let start = ChessState::new();
+    let mv = engine
+        .best_move(None, &[], &start, UciLimit::Nodes(1))
+        .unwrap();
+    assert_eq!(uci(mv), *sorted_legal(&start).last().unwrap());
 }
 
 #[test]
@@ -189,4 +209,18 @@ fn bytes_that_are_not_utf8_and_overlong_lines_do_not_end_the_reader() {
             assert_eq!(uci(mv), "a2a3", "{misbehaviour}");
         }
     }
+}
+
+#[test]
+fn a_bare_program_name_is_found_on_the_path_and_anything_else_is_left_alone() {
+    let sh = resolve_command("sh");
+    assert!(sh.starts_with('/') && sh.ends_with("/sh"), "{sh}");
+    assert!(std::path::Path::new(&sh).is_file());
+    let with_args = resolve_command("sh -c true");
+    assert_eq!(with_args, format!("{sh} -c true"));
+    assert_eq!(resolve_command("/bin/sh -c true"), "/bin/sh -c true");
+    assert_eq!(
+        resolve_command("cfzero-no-such-engine --x"),
+        "cfzero-no-such-engine --x"
+    );
 }

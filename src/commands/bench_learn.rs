@@ -177,6 +177,7 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         device: args.device.clone(),
         init_from: None,
         teacher: args.teacher.clone(),
+        eval_engine: None,
         train_precision: args.train_precision,
     };
     eprintln!(

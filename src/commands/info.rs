@@ -93,6 +93,25 @@ fn print_uses(config: &Config) {
          generation(s)",
         run.eval_simulations, run.eval_every
     );
+    let anchor = if run.eval_engine.trim().is_empty() {
+        "the 1-ply material-greedy mover ([run] eval_engine empty)".to_string()
+    } else {
+        let options: Vec<String> = run
+            .eval_engine_options
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!(
+            "`{}` at {} nodes a move, options {} where it offers them",
+            run.eval_engine,
+            run.eval_engine_nodes,
+            options.join(", ")
+        )
+    };
+    println!(
+        "# in-run evaluation's anchor: {anchor}, {} games ([run] eval_openings_count x 2)",
+        2 * run.eval_openings_count
+    );
     println!(
         "# match, puzzles, uci, bench learn's matches (--config): {} simulations a move ([search] \
          simulations), no root noise; evaluation cache {} positions (uci {})",

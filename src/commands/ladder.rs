@@ -6,7 +6,6 @@
 //! games per pair, or another `--sims`, whose games are kept and rated apart).
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use cfzero_eval::arena::{MatchOptions, MatchScore, SearchPlayer, run_match};
@@ -128,15 +127,6 @@ fn load_results(path: &Path) -> Result<Vec<PairRecord>> {
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
     write_file_atomically(path, text.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
-}
-
-/// Minutes from the publication of the first net to that of `path` (file times).
-fn minutes_since(first: SystemTime, path: &Path) -> f64 {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(first).ok())
-        .map_or(0.0, |d| d.as_secs_f64() / 60.0)
 }
 
 /// Plays the missing games, fits the ratings and writes the CSV and the plot.
@@ -276,33 +266,23 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
         })
         .collect();
     let ratings = fit_ratings(generations.len(), &pair_results);
-    let first = std::fs::metadata(dir.net(generations[0]))
-        .and_then(|m| m.modified())
-        .unwrap_or(SystemTime::UNIX_EPOCH);
     let mut csv = String::from("generation,step,minutes,elo,elo_low,elo_high,games\n");
     let mut points = Vec::new();
-    for (i, (&g, rating)) in generations.iter().zip(&ratings).enumerate() {
+    for (&g, rating) in generations.iter().zip(&ratings) {
         let games: usize = at_sims()
             .filter(|r| r.a == g || r.b == g)
             .map(PairRecord::games)
             .sum();
         let point = EloPoint {
             step: (u64::from(g) * config.run.steps_per_generation) as f64,
-            minutes: if i == 0 {
-                0.0
-            } else {
-                minutes_since(first, &dir.net(g))
-            },
+            minutes: dir.minutes_between(generations[0], g),
             elo: rating.elo,
-            margin: rating.margin,
+            low: rating.elo - rating.margin,
+            high: rating.elo + rating.margin,
         };
         csv.push_str(&format!(
             "{g},{},{:.1},{:.1},{:.1},{:.1},{games}\n",
-            point.step,
-            point.minutes,
-            point.elo,
-            point.elo - point.margin,
-            point.elo + point.margin
+            point.step, point.minutes, point.elo, point.low, point.high
         ));
         points.push(point);
         println!(
@@ -319,7 +299,7 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
         sims,
         args.games
     );
-    elo_plot(&points, &title, &png)?;
+    elo_plot(&points, &title, "Elo (generation 0 = 0)", &png)?;
     println!("wrote {} and {}", csv_path.display(), png.display());
     Ok(())
 }

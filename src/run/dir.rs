@@ -100,6 +100,26 @@ impl RunDir {
         self.root.join("log.tsv")
     }
 
+    /// The in-run evaluation's results, a row per evaluation.
+    pub fn eval_log(&self) -> PathBuf {
+        self.root.join("eval.tsv")
+    }
+
+    /// The plot of the in-run evaluation: Elo against the anchor over steps and minutes.
+    pub fn elo_plot(&self) -> PathBuf {
+        self.root.join("elo.png")
+    }
+
+    /// Minutes from the publication of generation `first`'s net to that of generation `g`'s
+    /// (file times; 0 where either is unreadable or `g` came first).
+    pub fn minutes_between(&self, first: u32, g: u32) -> f64 {
+        let modified = |g: u32| std::fs::metadata(self.net(g)).and_then(|m| m.modified());
+        match (modified(first), modified(g)) {
+            (Ok(a), Ok(b)) => b.duration_since(a).map_or(0.0, |d| d.as_secs_f64() / 60.0),
+            _ => 0.0,
+        }
+    }
+
     /// Generations with a published net, ascending.
     pub fn published(&self) -> Result<Vec<u32>> {
         let dir = self.root.join("nets");

@@ -30,10 +30,11 @@ use tch::Device;
 use crate::config::Config;
 use crate::error::user_error;
 use crate::run::dir::RunDir;
+use crate::run::evaluate::{self, Anchor};
 use crate::run::learn_phase::{self, LearnSummary};
 use crate::run::lease_keeper::LeaseKeeper;
+use crate::run::selfplay_phase;
 use crate::run::stored_run::{OWN_WORKER, StoredRun, local_dir};
-use crate::run::{evaluate, selfplay_phase};
 use crate::user_bail;
 
 /// The arguments of `train` and `learn` that open a run.
@@ -83,6 +84,13 @@ pub struct RunArgs {
     /// Recorded in the run's frozen config.
     #[arg(long, value_name = "COMMAND")]
     pub teacher: Option<String>,
+    /// The in-run evaluation's anchor: a UCI engine's command line (a bare name is looked
+    /// for on PATH, then in /usr/games), instead of the config's `[run] eval_engine`; its
+    /// options and nodes come from `[run]` (default: Skill Level 0, one thread, 16 MB hash,
+    /// 100 nodes a move, each option sent where the engine offers it). Recorded in the
+    /// run's frozen config.
+    #[arg(long, value_name = "COMMAND")]
+    pub eval_engine: Option<String>,
     /// Precision of the training steps, instead of the config's `train.precision`: auto (bf16
     /// on a CPU with avx512_bf16, else f32), f32, or bf16 (autocast: bf16 products, f32
     /// weights). Recorded in the run's frozen config.
@@ -128,6 +136,8 @@ pub struct Session {
     /// Newest published generation.
     pub generation: u32,
     eval_openings: Vec<String>,
+    /// What the in-run evaluation plays against.
+    anchor: Anchor,
     /// Print the per-generation lines on stderr rather than stdout (for a command whose
     /// stdout is a report, like `bench learn --json`).
     pub lines_to_stderr: bool,
@@ -174,6 +184,16 @@ impl Session {
         if let Some(precision) = args.train_precision {
             config.train.precision = precision;
         }
+        if let Some(engine) = &args.eval_engine {
+            config.run.eval_engine = engine.clone();
+        }
+        // The anchor starts once before anything is written: an engine that does not run
+        // is an error now, not after the first generations.
+        let anchor = Anchor::of(&config.run);
+        let anchor_label = match config.run.eval_every {
+            0 => None,
+            _ => Some(anchor.player()?.label()),
+        };
         let device = parse_device(&args.device).map_err(user_error)?;
         let location = args.location()?;
         if !(args.lease_seconds.is_finite() && args.lease_seconds >= 1.0) {
@@ -222,6 +242,14 @@ impl Session {
             }
             None => Vec::new(),
         };
+        if let Some(label) = anchor_label {
+            eprintln!(
+                "eval: every {} generation(s), {} games against {label} at {} simulations a move",
+                config.run.eval_every,
+                2 * eval_openings.len().max(1),
+                config.run.eval_simulations
+            );
+        }
 
         // The last published net is the commit point of a generation.
         let generation = match dir.published()?.last() {
@@ -291,6 +319,7 @@ impl Session {
             location: location.to_string(),
             stored,
             eval_openings,
+            anchor,
             lines_to_stderr: false,
             new_positions: 0,
             data: Vec::new(),
@@ -464,49 +493,78 @@ impl Session {
         }
     }
 
-    /// Plays the evaluation matches if this generation is due for them; returns the text
-    /// for the generation's summary line (empty if not due). The matches end within a move
-    /// of `stop` being set, and the line then says so.
+    /// Plays the evaluation match against the anchor if this generation is due for it,
+    /// appends its row to `eval.tsv`, redraws `elo.png` and logs it to TensorBoard; returns
+    /// the text for the generation's summary line (empty if not due). The match ends within
+    /// a move of `stop` being set, and the line then says so. An anchor engine that fails
+    /// mid-match costs this evaluation, not the run: the line says why.
     pub fn evaluate_if_due(&mut self, stop: &AtomicBool) -> Result<String> {
         let every = self.config.run.eval_every;
         if every == 0 || !self.generation.is_multiple_of(every) {
             return Ok(String::new());
         }
         let candidate = load_net(&self.dir.net(self.generation), self.device)?;
-        let first = load_net(&self.dir.net(0), self.device)?;
-        let Some(e) = evaluate::evaluate(
+        let result = evaluate::evaluate(
             &self.config,
             candidate,
-            first,
+            &self.anchor,
             &self.eval_openings,
             self.config.run.seed ^ u64::from(self.generation),
             stop,
-        )?
-        else {
-            return Ok(" | eval stopped".into());
+        );
+        let e = match result {
+            Ok(Some(e)) => e,
+            Ok(None) => return Ok(" | eval stopped".into()),
+            Err(err) => {
+                eprintln!(
+                    "warning: the evaluation of generation {} failed: {err:#}",
+                    self.generation
+                );
+                return Ok(" | eval failed".into());
+            }
         };
         let step = self.learner.steps();
+        let row = evaluate::EvalRow {
+            generation: self.generation,
+            step,
+            minutes: self.dir.minutes_between(0, self.generation),
+            anchor: e.anchor.clone(),
+            wins: e.score.wins,
+            draws: e.score.draws,
+            losses: e.score.losses,
+            elo: e.elo,
+        };
+        evaluate::append_row(&self.dir.eval_log(), &row)?;
+        evaluate::redraw(&self.dir.eval_log(), &self.dir.elo_plot(), &self.location)?;
+        let shown = |elo: f64| elo.clamp(-evaluate::ELO_SHOWN, evaluate::ELO_SHOWN);
         self.tb
-            .scalar("eval/score_vs_gen0", step, e.vs_first.score())?;
+            .scalar("eval/score_vs_anchor", step, e.score.score())?;
+        self.tb.scalar("eval/elo_vs_anchor", step, shown(e.elo.1))?;
         self.tb
-            .scalar("eval/score_vs_random", step, e.vs_random.score())?;
+            .scalar("eval/elo_vs_anchor_low", step, shown(e.elo.0))?;
         self.tb
-            .scalar("eval/score_vs_greedy", step, e.vs_greedy.score())?;
+            .scalar("eval/elo_vs_anchor_high", step, shown(e.elo.2))?;
         self.tb.flush()?;
-        let show = |name: &str, s: &cfzero_eval::arena::MatchScore| {
-            format!(
-                " vs {name} {:.0}% (+{} ={} -{})",
-                100.0 * s.score(),
-                s.wins,
-                s.draws,
-                s.losses
-            )
+        let s = &e.score;
+        let elo = |x: f64| {
+            if x.is_finite() {
+                format!("{:+.0}", x + 0.0)
+            } else if x > 0.0 {
+                "+inf".into()
+            } else {
+                "-inf".into()
+            }
         };
         Ok(format!(
-            " |{}{}{}",
-            show("gen0", &e.vs_first),
-            show("random", &e.vs_random),
-            show("greedy", &e.vs_greedy)
+            " | vs {} {:.0}% (+{} ={} -{}) Elo {} [{}, {}]",
+            e.anchor,
+            100.0 * s.score(),
+            s.wins,
+            s.draws,
+            s.losses,
+            elo(e.elo.1),
+            elo(e.elo.0),
+            elo(e.elo.2)
         ))
     }
 

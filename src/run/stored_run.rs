@@ -292,7 +292,12 @@ impl StoredRun {
                 std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
             }
         }
-        for f in [self.dir.config(), self.dir.log()] {
+        for f in [
+            self.dir.config(),
+            self.dir.log(),
+            self.dir.eval_log(),
+            self.dir.elo_plot(),
+        ] {
             if f.exists() {
                 std::fs::remove_file(&f).with_context(|| format!("removing {}", f.display()))?;
             }
@@ -302,7 +307,7 @@ impl StoredRun {
 
     /// What a trainer needs to go on where the run's last trainer stopped, from the store
     /// alone: the newest net and generation 0's (the evaluation's baseline), the trainer
-    /// state, the log, the chunk cursor, and the newest chunks up to `window_positions`
+    /// state, the logs, the chunk cursor, and the newest chunks up to `window_positions`
     /// positions (the replay window). Returns the chunks downloaded.
     pub fn pull_for_trainer(&mut self, window_positions: usize) -> Result<usize> {
         if self.in_place {
@@ -329,6 +334,7 @@ impl StoredRun {
             self.pull(&p)?;
         }
         self.pull(&self.dir.log())?;
+        self.pull(&self.dir.eval_log())?;
         self.pull_labels()?;
         if let Some(bytes) = self.store.get(CURSOR_KEY)? {
             self.cursor = serde_json::from_slice(&bytes)
@@ -512,9 +518,11 @@ impl StoredRun {
         Ok(())
     }
 
-    /// Uploads the log and the TensorBoard files.
+    /// Uploads the log, the evaluation's rows and plot, and the TensorBoard files.
     pub fn push_logs(&self) -> Result<()> {
         self.push(&self.dir.log())?;
+        self.push(&self.dir.eval_log())?;
+        self.push(&self.dir.elo_plot())?;
         self.push_tree(&self.dir.tensorboard())
     }
 

@@ -28,15 +28,41 @@ impl Drop for Killed {
     }
 }
 
-/// The command line of the scripted UCI engine of the teacher tests
-/// (`tests/engines/scripted_uci.py` under the venv's Python, which has python-chess).
-pub fn scripted_engine() -> String {
+/// The rows of a run's `eval.tsv` (its header checked and left out), each split at tabs.
+pub fn eval_rows(run: &Path) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(run.join("eval.tsv")).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "generation\tstep\tminutes\tanchor\twins\tdraws\tlosses\tscore\telo\telo_low\telo_high"
+        )
+    );
+    lines
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+/// The command line of the test engine `tests/engines/SCRIPT` under the venv's Python, which
+/// has python-chess.
+fn python_engine(script: &str) -> String {
     let root = repo_root();
     format!(
         "{} {}",
         root.join(".venv/bin/python").display(),
-        root.join("tests/engines/scripted_uci.py").display()
+        root.join("tests/engines").join(script).display()
     )
+}
+
+/// The scripted UCI engine of the teacher tests (`tests/engines/scripted_uci.py`).
+pub fn scripted_engine() -> String {
+    python_engine("scripted_uci.py")
+}
+
+/// The engine that plays the first (or, with `Pick=last`, the last) legal move in UCI order
+/// (`tests/engines/pick_engine.py`).
+pub fn pick_engine() -> String {
+    python_engine("pick_engine.py")
 }
 
 /// The workspace root.
