@@ -607,3 +607,48 @@ fn pgn_positions_carry_the_games_last_plies() {
         assert_eq!(history.moves, moves[root..ply], "ply {ply}");
     }
 }
+
+/// The engine is given the position as the game reached it (`position fen ROOT moves ...`),
+/// so it knows the repetitions the net's history planes show: a move that repeats a position
+/// for the third time is a draw for it, though the side to move is a queen up. Without the
+/// game the engine would call it a win (the second time round it still does).
+#[test]
+fn the_engine_sees_the_game_and_labels_a_threefold_repetition_a_draw() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = dir.path().join("game.pgn");
+    // Black is a queen up; both knights go back and forth.
+    let start = "3qk1n1/8/8/8/8/8/8/4K1N1 w - - 0 1";
+    std::fs::write(
+        &pgn,
+        format!(
+            "[Event \"t\"]\n[SetUp \"1\"]\n[FEN \"{start}\"]\n[Result \"0-1\"]\n\n\
+             1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 Nf6 4. Ng1 Nh5 0-1\n"
+        ),
+    )
+    .unwrap();
+    let got = labelled_by_rule(&format!("pgn:{}", pgn.display()));
+    assert_eq!(got.len(), 8);
+    let value_of = |ply: usize, mv: &str| {
+        let LabelEntry::Label(label) = &got[ply] else {
+            panic!("skipped: {:?}", got[ply])
+        };
+        let state = position(&label.fen);
+        let m = mv.parse::<UciMove>().unwrap().to_move(&state).unwrap();
+        label
+            .moves
+            .iter()
+            .find(|(lm, _)| *lm == LabelMove::of(&m))
+            .map(|(_, v)| *v)
+            .unwrap()
+    };
+    // After 4. Ng1, Ng8 would stand on the start position for the third time.
+    // Action values are stored to 1/65535.
+    let draw = value_of(7, "f6g8");
+    assert!(
+        (draw - 0.5).abs() < 1e-4,
+        "a threefold repetition is a draw: {draw}"
+    );
+    assert!(value_of(7, "f6h5") > 0.9, "the other moves keep the queen");
+    // After 2. Ng1 the same move brings the start position back for the second time only.
+    assert!(value_of(3, "f6g8") > 0.9, "a second occurrence is no draw");
+}

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use cfzero_eval::uci_client::{UciLimit, parse_option};
+use cfzero_eval::uci_client::{UciLimit, parse_option, resolve_command};
 use cfzero_selfplay::replay::replay;
 use cfzero_teacher::label_file::{GameHistory, LabelEntry, LabelHistory, LabelWriter};
 use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
@@ -38,7 +38,8 @@ pub struct LabelArgs {
     /// The label file to write (`.cfl`); an existing one is resumed.
     #[arg(long)]
     pub out: PathBuf,
-    /// The teacher: a UCI engine command line (e.g. `/usr/games/stockfish`).
+    /// The teacher: a UCI engine command line (e.g. `stockfish`: a bare name is looked for on
+    /// PATH, then in /usr/games).
     #[arg(long)]
     pub engine: String,
     /// A UCI option of the engine, `Name=Value` (repeatable), e.g. `Threads=1`,
@@ -219,7 +220,7 @@ pub fn run(args: &LabelArgs) -> Result<()> {
         ));
     }
     let pool_options = PoolOptions {
-        command: args.engine.clone(),
+        command: resolve_command(&args.engine),
         options,
         limit,
         method: args.method,

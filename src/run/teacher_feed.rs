@@ -10,7 +10,7 @@
 //! position goes to the engines until training ends, so an engine never takes a core from
 //! libtorch's training threads, which slow far more than self-play does when a core is taken
 //! (a teacher busy through training took the tiny net's training from about 310-400 to
-//! 100-130 samples/s; BENCHMARKS.md, "A teacher during self-play").
+//! 100-130 samples/s; docs/history/benchmarks-2026-11.md, "A teacher during self-play").
 //! Labels are appended as they come (one framed entry each, as `cfzero label` writes them), so a
 //! trainer killed at any point keeps every whole label; a resumed run appends to the newest
 //! file when the teacher's settings are the same and starts a new file when they changed.
@@ -33,8 +33,9 @@ use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::config::TeacherConfig;
+use crate::config::{TEACHER_OPTIONS, TeacherConfig};
 use crate::error::user_error;
+use cfzero_eval::uci_client::{UciEngine, resolve_command};
 
 /// Positions waiting for an engine beyond which the oldest are dropped.
 pub const MAX_BACKLOG: usize = 20_000;
@@ -97,13 +98,25 @@ pub struct TeacherEngines {
 impl TeacherEngines {
     /// Starts the engines of `config`; one that does not start is a user error (exit 2).
     pub fn start(config: &TeacherConfig) -> Result<TeacherEngines> {
-        let options: Vec<(String, String)> = config
+        let command = resolve_command(&config.engine);
+        let refused =
+            |e: &dyn std::fmt::Display| user_error(format!("the teacher ({}): {e}", config.engine));
+        // One engine's handshake says which of the default options it has.
+        let offered = UciEngine::launch(&command).map_err(|e| refused(&e))?;
+        let mut options: Vec<(String, String)> = config
             .options
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        for (name, value) in TEACHER_OPTIONS {
+            let set = options.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+            if !set && offered.offers(name) {
+                options.push((name.to_string(), value.to_string()));
+            }
+        }
+        drop(offered);
         let pool_options = PoolOptions {
-            command: config.engine.clone(),
+            command,
             options,
             limit: config.limit(),
             method: config.method,
@@ -111,8 +124,7 @@ impl TeacherEngines {
             timeout: Duration::from_secs(config.timeout_seconds),
             attempts: config.attempts,
         };
-        let pool = EnginePool::start(&pool_options)
-            .map_err(|e| user_error(format!("the teacher ({}): {e}", config.engine)))?;
+        let pool = EnginePool::start(&pool_options).map_err(|e| refused(&e))?;
         Ok(TeacherEngines {
             pool,
             header: pool_options.header("cfzero train: self-play positions"),
@@ -133,11 +145,17 @@ impl TeacherFeed {
         } = engines;
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let writer = open_writer(dir, &header)?;
+        let options: Vec<String> = header
+            .options
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         eprintln!(
-            "teacher: {} ({}, {:?}, {processes} process(es)) labels {:.0}% of the self-play positions into {}",
+            "teacher: {} ({}, {:?}, {processes} process(es), options [{}]) labels {:.0}% of the self-play positions into {}",
             pool.name(),
             header.limit,
             header.method,
+            options.join(", "),
             share * 100.0,
             dir.display()
         );

@@ -1,6 +1,6 @@
 //! One position's action values from a UCI engine.
 //!
-//! Two ways, measured against each other in BENCHMARKS.md ("Teacher"):
+//! Two ways, measured against each other in docs/history/benchmarks-2026-11.md ("Teacher"):
 //! - [`Method::MultiPv`]: `MultiPV` set to the number of legal moves and one search; every
 //!   move's value is its line's deepest score. One search shares its tree across the moves.
 //!   A move whose line the search did not reach (a budget too small for every line) is then
@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use cfzero_chess::ChessState;
+use cfzero_eval::arena::GameLine;
 use cfzero_eval::uci_client::{UciClientError, UciEngine, UciLimit};
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Move, Position};
@@ -131,6 +132,7 @@ impl Analyst {
     fn search_move(
         &mut self,
         state: &ChessState,
+        line: &GameLine<'_>,
         fen: &str,
         name: &str,
         limit: UciLimit,
@@ -138,14 +140,16 @@ impl Analyst {
     ) -> Result<Option<MoveValue>, AnalysisError> {
         let mut last = None;
         let go = format!("{} searchmoves {name}", limit.go_command());
-        let answer = self.engine.go(Some(fen), &[], &go, timeout, &mut |line| {
-            if let Some(info) = parse_info(line)
-                && info.multipv == 1
-                && info.first_move == name
-            {
-                last = Some(info.value);
-            }
-        })?;
+        let answer = self
+            .engine
+            .go(line.start_fen, line.moves, &go, timeout, &mut |line| {
+                if let Some(info) = parse_info(line)
+                    && info.multipv == 1
+                    && info.first_move == name
+                {
+                    last = Some(info.value);
+                }
+            })?;
         self.engine.legal_answer(&answer, state)?;
         if answer != name {
             return Err(AnalysisError::Stray {
@@ -157,11 +161,14 @@ impl Analyst {
         Ok(last)
     }
 
-    /// The values of every legal move of `state` (given to the engine as `fen`), each
-    /// search bounded by `limit` and each answer by `timeout`.
+    /// The values of every legal move of `state`, each search bounded by `limit` and each
+    /// answer by `timeout`. The engine is given `line`, the position as the game reached
+    /// it, so that repetitions and the fifty-move count are the engine's as much as the
+    /// net's (a position one move from a threefold repetition is a draw there, not a win).
     pub fn analyse(
         &mut self,
         state: &ChessState,
+        line: &GameLine<'_>,
         limit: UciLimit,
         method: Method,
         timeout: Duration,
@@ -181,18 +188,22 @@ impl Analyst {
                 self.set_multipv(legal.len())?;
                 // The deepest line of each move wins; at equal depth the later one.
                 let mut seen: HashMap<&str, (u32, MoveValue)> = HashMap::new();
-                let answer =
-                    self.engine
-                        .go(Some(&fen), &[], &limit.go_command(), timeout, &mut |line| {
-                            if let Some(info) = parse_info(line)
-                                && let Some(name) = names.iter().find(|n| **n == info.first_move)
-                            {
-                                let slot = seen.entry(name).or_insert((info.depth, info.value));
-                                if info.depth >= slot.0 {
-                                    *slot = (info.depth, info.value);
-                                }
+                let answer = self.engine.go(
+                    line.start_fen,
+                    line.moves,
+                    &limit.go_command(),
+                    timeout,
+                    &mut |text| {
+                        if let Some(info) = parse_info(text)
+                            && let Some(name) = names.iter().find(|n| **n == info.first_move)
+                        {
+                            let slot = seen.entry(name).or_insert((info.depth, info.value));
+                            if info.depth >= slot.0 {
+                                *slot = (info.depth, info.value);
                             }
-                        })?;
+                        }
+                    },
+                )?;
                 let best = self.engine.legal_answer(&answer, state)?;
                 for (value, name) in values.iter_mut().zip(&names) {
                     *value = seen.get(name.as_str()).map(|&(_, v)| v);
@@ -204,7 +215,7 @@ impl Analyst {
                     self.set_multipv(1)?;
                     for (value, name) in values.iter_mut().zip(&names) {
                         if value.is_none() {
-                            *value = self.search_move(state, &fen, name, limit, timeout)?;
+                            *value = self.search_move(state, line, &fen, name, limit, timeout)?;
                         }
                     }
                 }
@@ -213,7 +224,7 @@ impl Analyst {
             Method::SearchMoves => {
                 self.set_multipv(1)?;
                 for (value, name) in values.iter_mut().zip(&names) {
-                    *value = self.search_move(state, &fen, name, limit, timeout)?;
+                    *value = self.search_move(state, line, &fen, name, limit, timeout)?;
                 }
                 None
             }

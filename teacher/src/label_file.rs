@@ -24,8 +24,8 @@
 //!
 //! A label of a position from a game carries the game's last plies before it
 //! ([`LabelHistory`]), so that training shows the net the position as it sees it in play: with
-//! the real boards of its history planes, not the FEN's repeated stand-ins (files from before
-//! the thirteenth session hold labels without, which still read).
+//! the real boards of its history planes, not the FEN's repeated stand-ins (files of kind 0
+//! hold labels without, which still read).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
@@ -73,7 +73,7 @@ pub enum ActionValues {
     /// value ([`crate::MoveValue::action_value`]); what cfzero writes.
     Centipawns,
     /// The expected score `W + D/2` of the engine's W/D/L where it reported one (else the
-    /// formula): files from before the twelfth session. Flat over every move of a won or lost
+    /// formula): files written by older versions. Flat over every move of a won or lost
     /// position; still read and trained on.
     ExpectedScore,
 }
@@ -159,6 +159,19 @@ impl LabelHistory {
             state.play_move(mv);
         }
         Some(state)
+    }
+
+    /// The moves from the root, as moves of the positions they are played in, when every
+    /// one is legal there and they lead to `fen`: the game as an engine is given it.
+    pub fn line_to(&self, fen: &str) -> Option<Vec<Move>> {
+        let mut state = ChessState::from_fen(&self.root_fen, HistoryFill::No).ok()?;
+        let mut moves = Vec::with_capacity(self.moves.len());
+        for mv in &self.moves {
+            let mv = mv.to_move(state.position())?;
+            state.play_move(mv);
+            moves.push(mv);
+        }
+        (state.fen() == fen).then_some(moves)
     }
 }
 

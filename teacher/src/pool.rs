@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_eval::arena::GameLine;
 use cfzero_eval::uci_client::{UciClientError, UciLimit};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
@@ -189,14 +190,35 @@ fn worker(
                 continue;
             }
         };
+        // The engine sees the game's last plies where the job has them (a history that does
+        // not lead to the position is left out: its label is refused when it is read).
+        let history = job
+            .history
+            .as_ref()
+            .and_then(|h| Some((h.root_fen.as_str(), h.line_to(&job.fen)?)));
+        let line = match &history {
+            Some((root, moves)) => GameLine {
+                start_fen: Some(root),
+                moves,
+            },
+            None => GameLine {
+                start_fen: Some(&job.fen),
+                moves: &[],
+            },
+        };
         let mut attempt = 0;
         let entry = loop {
             attempt += 1;
             let Some(engine) = analyst.as_mut() else {
                 return;
             };
-            let error = match engine.analyse(&state, options.limit, options.method, options.timeout)
-            {
+            let error = match engine.analyse(
+                &state,
+                &line,
+                options.limit,
+                options.method,
+                options.timeout,
+            ) {
                 Ok(a) => break LabelEntry::Label(label_of(&job, &a)),
                 Err(AnalysisError::NoMoves { .. }) => {
                     break LabelEntry::Skipped {

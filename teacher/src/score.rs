@@ -64,7 +64,7 @@ impl MoveValue {
     /// move that keeps a won position won scored exactly 1 and the policy target was flat
     /// over them; in the labels of a teacher's hour (396,003 self-play positions, Stockfish at
     /// 1,000 nodes) 46% had every move tied and 70% a best move tied with others
-    /// (BENCHMARKS.md, "Action values from centipawns"). The logistic of the centipawns keeps
+    /// (docs/history/benchmarks-2026-11.md, "Action values from centipawns"). The logistic of the centipawns keeps
     /// them apart up to about 20 pawns.
     pub fn action_value(&self) -> f32 {
         self.score.win_probability()

@@ -6,6 +6,9 @@ maps a FEN to {"moves": {uci: {"cp": X} | {"mate": N}, optional "wdl": [w, d, l]
 "best": uci, optional "fault": "hang" | "die" | "garbage" | "illegal", optional
 "unreached": [uci, ...] (moves MultiPV leaves out)}.
 
+`position fen F moves M...` is the position after the moves; a move that would repeat a
+position for the third time in that line is scored a draw (cp 0, W/D/L 0/1000/0).
+
 MultiPV k prints the k best moves (by the table's order of scores) at depth 1 with a wrong
 score, then at depth 3 with the table's, then a lowerbound line with an absurd score that a
 client must ignore. `go ... searchmoves M` answers for M alone.
@@ -78,6 +81,7 @@ def main():
     delay = int(os.environ.get("SCRIPTED_UCI_DELAY_MS", "0")) / 1000.0
     multipv = 1
     fen = None
+    board = None
     for raw in sys.stdin:
         cmd = raw.strip()
         if cmd == "uci":
@@ -89,7 +93,16 @@ def main():
         elif cmd.startswith("setoption name MultiPV value "):
             multipv = int(cmd.split()[-1])
         elif cmd.startswith("position fen "):
-            fen = cmd[len("position fen "):].split(" moves ")[0].strip()
+            fen, _, moves_text = cmd[len("position fen "):].partition(" moves ")
+            fen = fen.strip()
+            played = moves_text.split()
+            board = None
+            if played:
+                import chess
+                board = chess.Board(fen)
+                for m in played:
+                    board.push_uci(m)
+                fen = board.fen()
         elif cmd.startswith("go"):
             entry = table.get(fen)
             if entry is None and "*" in table:
@@ -121,6 +134,15 @@ def main():
                 time.sleep(delay)
             tokens = cmd.split()
             moves = entry["moves"]
+            if board is not None:
+                # With the game's moves the engine knows its history: a move that repeats a
+                # position for the third time is a draw, whatever the table says.
+                moves = dict(moves)
+                for m in list(moves):
+                    board.push_uci(m)
+                    if board.is_repetition(3):
+                        moves[m] = {"cp": 0, "wdl": [0, 1000, 0]}
+                    board.pop()
             if "searchmoves" in tokens:
                 asked = tokens[tokens.index("searchmoves") + 1:]
                 m = asked[0]
