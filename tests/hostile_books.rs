@@ -1,4 +1,4 @@
-//! Hostile books end to end (issue 16, classes 1 and 9): a self-play opening book with
+//! Hostile books end to end: a self-play opening book with
 //! finished games in it trains (also on `--resume`) with a warning, a book of finished games
 //! only is a one-line error with exit code 2, and `cfzero puzzles` skips and counts puzzles
 //! whose game is over after the opponent's first move instead of stopping.

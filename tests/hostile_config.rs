@@ -1,4 +1,4 @@
-//! Hostile configs (issue 16, class 6): every table is validated when the file is read. A
+//! Hostile configs: every table is validated when the file is read. A
 //! value out of range, or inconsistent with another, is one line on stderr naming the file,
 //! the line, the table and the key, and exit code 2: never a panic, a hang, or a run that
 //! silently does nothing useful.

@@ -1,4 +1,4 @@
-//! Files and resume (issue 16, class 7): a lost trainer state does not restart the
+//! Files and resume: a lost trainer state does not restart the
 //! learning-rate schedule, the SWA average is part of the trainer state, `--force` refuses
 //! another net shape before it touches the frozen config, and temporary files that a killed
 //! run left are removed while young ones (another writer's) stay.

@@ -1,4 +1,4 @@
-//! `cfzero uci` under hostile input and faults (issue 16, classes 5 and 2), driven over
+//! `cfzero uci` under hostile input and faults, driven over
 //! stdin/stdout as a GUI would: an endless line does not grow memory, a position where a
 //! draw can be claimed gets a legal move (not `bestmove 0000`, which GUIs score as a loss),
 //! a search that panics still answers, and a bad `Net` keeps the net the engine had.

@@ -1,4 +1,4 @@
-//! Hostile puzzle files (issue 16, class 9): puzzles whose game is already over after the
+//! Hostile puzzle files: puzzles whose game is already over after the
 //! opponent's first move are skipped and counted, never a stop of the whole run; a file with
 //! nothing to solve is one error.
 

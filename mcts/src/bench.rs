@@ -17,7 +17,7 @@ use crate::search::{Search, SearchError};
 use crate::tree::{Edge, Node};
 
 /// The reference speed of the search: Lc0's search with its random backend on one thread of
-/// a machine like ours (issue 8), in nodes per second. Every [`Rate`] is compared with it.
+/// a 2-core x86-64 machine, in nodes per second. Every [`Rate`] is compared with it.
 pub const REFERENCE_NODES_PER_SECOND: f64 = 75_000.0;
 
 /// Which built-in evaluator the benchmark uses.

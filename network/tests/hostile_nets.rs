@@ -1,4 +1,4 @@
-//! Hostile net files (issue 16, class 2): a file's config is metadata, trusted by nothing.
+//! Hostile net files: a file's config is metadata, trusted by nothing.
 //! Absurd sizes, and a config that claims a far larger net than the file holds, are one-line
 //! errors before any net is built: never a libtorch panic or an allocation of gigabytes.
 

@@ -41,7 +41,7 @@ fn nadam_matches_hand_computed_steps() {
 /// A run that goes on from a published net without its optimizer state keeps its step (the
 /// learning-rate schedule) but starts its moments from zero: the first update must be the
 /// hand-computed first step above, not one bias-corrected as if the zero moments had run
-/// 5,000 steps (about 7x too large, issue 33).
+/// 5,000 steps (several times too large).
 #[test]
 fn fresh_moments_at_a_late_step_take_a_first_step() {
     let p = param(&[1.0, -2.0]);

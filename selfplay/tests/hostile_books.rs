@@ -1,4 +1,4 @@
-//! Hostile opening books (issue 16, class 1): positions in which the game is already over
+//! Hostile opening books: positions in which the game is already over
 //! are skipped and reported, never a stop of the whole run; a book with nothing playable at
 //! all is one error. (Puzzle files: `eval/tests/hostile_puzzles.rs`.)
 

@@ -1,4 +1,4 @@
-//! Hostile record files (issue 16, class 3, allocations): every allocation of the decoder is
+//! Hostile record files: every allocation of the decoder is
 //! bounded by what the input can really hold, so a file of a few hundred bytes never
 //! requests megabytes, let alone the gigabytes its header or counts may claim. The largest
 //! single allocation is measured with a counting allocator (one test in this binary, so

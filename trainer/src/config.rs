@@ -64,7 +64,7 @@ pub struct TrainConfig {
 #[serde(rename_all = "lowercase")]
 pub enum TrainPrecision {
     /// bf16 autocast where it was measured faster at the presets' batch of 256: on a CPU with
-    /// native bf16 (`avx512_bf16`: tiny's step 1.45x, BENCHMARKS.md "Training in bf16 on
+    /// native bf16 (`avx512_bf16`: tiny's step 1.45x, docs/history/benchmarks-2026-11.md "Training in bf16 on
     /// the CPU"); f32 on a GPU (no gain there at batch 256, launch-bound steps) and on CPUs
     /// that would emulate bf16 (tens of times slower).
     #[default]

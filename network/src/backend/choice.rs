@@ -3,7 +3,7 @@
 //!
 //! `auto` takes the native backend on a CPU when the net runs in f32, or in bf16 where the
 //! CPU runs the native pass's bf16 products (AVX-512 BF16), and libtorch otherwise (a CUDA
-//! device, or bf16 on a CPU without them). Measured on one thread (BENCHMARKS.md, "Native
+//! device, or bf16 on a CPU without them). Measured on one thread (docs/history/benchmarks-2026-11.md, "Native
 //! backend"): the native pass is 1.3 to 5.4 times libtorch's f32 at batches 1 to 256 of tiny,
 //! lc0-bt-tiny and cf6m on an AVX2 CPU; on an `avx512_bf16` CPU in bf16 it is 1.2 to 6.8
 //! times libtorch's bf16.

@@ -11,8 +11,8 @@
 //!
 //! The input is the position as the game reached it when the label carries the game's last
 //! plies (labels of self-play and PGN positions), so the history planes hold real boards as in
-//! play; else the FEN with the net's history fill (books, Lc0 data, label files from before
-//! the thirteenth session).
+//! play; else the FEN with the net's history fill (books, Lc0 data, label files of kind 0,
+//! which carry no history).
 //!
 //! Labels are checked when the source opens: a label whose FEN does not parse, whose moves
 //! are not exactly the position's legal moves or whose history does not replay to its FEN is
@@ -34,10 +34,8 @@ use crate::sample::{HostBatch, SampleScratch, TargetOptions};
 
 /// The policy target's default temperature, in action-value (win probability) units: near
 /// an even position a move 22 centipawns below the best gets `1/e` of its share and one 100
-/// below 1%; ten pawns up, one three pawns below the best 10%. The labels' action
-/// values were expected scores of the engine's W/D/L until the twelfth session, steeper over
-/// the first pawn, with 0.05 (0.02 and 0.05 scored alike on those: docs/METHODS.md); 0.02
-/// keeps the new values about as sharp there.
+/// below 1%; ten pawns up, one three pawns below the best 10% (docs/METHODS.md §9 gives the
+/// measurements behind it).
 pub const DEFAULT_TEMPERATURE: f32 = 0.02;
 
 /// How much of the labels is read, held out, and how the policy target is made.
