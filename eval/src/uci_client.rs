@@ -453,6 +453,16 @@ fn offered_option(line: &str) -> Option<&str> {
     (!name.is_empty()).then_some(name)
 }
 
+/// `options` as `Name=value, Name=value`: how the run's first lines and labels show what an
+/// engine was set to.
+pub fn options_text<'a>(options: impl IntoIterator<Item = (&'a String, &'a String)>) -> String {
+    options
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Parses `Name=Value` into its two halves (the name may contain spaces).
 pub fn parse_option(text: &str) -> Result<(String, String), UciClientError> {
     match text.split_once('=') {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
+use cfzero_eval::uci_client::options_text;
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::flops::{flops_per_evaluation, parameter_count, parameters_per_module};
 use cfzero_network::{Net, NetworkConfig};
@@ -96,16 +97,11 @@ fn print_uses(config: &Config) {
     let anchor = if run.eval_engine.trim().is_empty() {
         "the 1-ply material-greedy mover ([run] eval_engine empty)".to_string()
     } else {
-        let options: Vec<String> = run
-            .eval_engine_options
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
         format!(
             "`{}` at {} nodes a move, options {} where it offers them",
             run.eval_engine,
             run.eval_engine_nodes,
-            options.join(", ")
+            options_text(&run.eval_engine_options)
         )
     };
     println!(

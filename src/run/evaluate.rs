@@ -13,7 +13,7 @@ use cfzero_eval::arena::{
     ArenaError, GreedyPlayer, MatchScore, Player, SearchPlayer, StoppablePlayer, play_match,
     score_sample,
 };
-use cfzero_eval::uci_client::{UciEngine, UciLimit, UciPlayer, resolve_command};
+use cfzero_eval::uci_client::{UciEngine, UciLimit, UciPlayer, options_text, resolve_command};
 use cfzero_network::{InferenceHandle, InferenceServer, Net};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -79,8 +79,11 @@ impl Anchor {
                     .collect();
                 engine.configure(&offered).map_err(user_error)?;
                 let mut label = format!("{} {limit}", engine.name());
-                for (k, v) in &offered {
-                    label.push_str(&format!(", {k}={v}"));
+                if !offered.is_empty() {
+                    label = format!(
+                        "{label}, {}",
+                        options_text(offered.iter().map(|(k, v)| (k, v)))
+                    );
                 }
                 let player =
                     UciPlayer::from_engines(vec![engine], *limit).expect("one engine was started");
@@ -186,33 +189,25 @@ pub struct EvalRow {
     pub minutes: f64,
     /// The anchor's label.
     pub anchor: String,
-    /// Its games.
-    pub wins: u32,
-    /// Its draws.
-    pub draws: u32,
-    /// Its losses.
-    pub losses: u32,
+    /// Wins, draws and losses of the net.
+    pub score: MatchScore,
     /// Elo: low end, estimate, high end (infinite for a match won or lost throughout).
     pub elo: (f64, f64, f64),
 }
 
 impl EvalRow {
     fn to_line(&self) -> String {
-        let score = MatchScore {
-            wins: self.wins,
-            draws: self.draws,
-            losses: self.losses,
-        };
+        let s = &self.score;
         format!(
             "{}\t{}\t{:.2}\t{}\t{}\t{}\t{}\t{:.4}\t{:.1}\t{:.1}\t{:.1}",
             self.generation,
             self.step,
             self.minutes,
             self.anchor.replace('\t', " "),
-            self.wins,
-            self.draws,
-            self.losses,
-            score.score(),
+            s.wins,
+            s.draws,
+            s.losses,
+            s.score(),
             // `+ 0.0` writes an even score's -0 as 0.
             self.elo.1 + 0.0,
             self.elo.0 + 0.0,
@@ -232,9 +227,11 @@ impl EvalRow {
             step: f[1].parse().ok()?,
             minutes: f[2].parse().ok()?,
             anchor: f[3].to_string(),
-            wins: f[4].parse().ok()?,
-            draws: f[5].parse().ok()?,
-            losses: f[6].parse().ok()?,
+            score: MatchScore {
+                wins: f[4].parse().ok()?,
+                draws: f[5].parse().ok()?,
+                losses: f[6].parse().ok()?,
+            },
             elo: (f[9].parse().ok()?, f[8].parse().ok()?, f[10].parse().ok()?),
         })
     }
@@ -313,9 +310,11 @@ mod tests {
             step: u64::from(generation) * 10,
             minutes: f64::from(generation) / 2.0,
             anchor: "stockfish 100 nodes, Skill Level=0".into(),
-            wins,
-            draws,
-            losses,
+            score: MatchScore {
+                wins,
+                draws,
+                losses,
+            },
             elo,
         }
     }

@@ -529,9 +529,7 @@ impl Session {
             step,
             minutes: self.dir.minutes_between(0, self.generation),
             anchor: e.anchor.clone(),
-            wins: e.score.wins,
-            draws: e.score.draws,
-            losses: e.score.losses,
+            score: e.score,
             elo: e.elo,
         };
         evaluate::append_row(&self.dir.eval_log(), &row)?;

@@ -35,7 +35,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::config::{TEACHER_OPTIONS, TeacherConfig};
 use crate::error::user_error;
-use cfzero_eval::uci_client::{UciEngine, resolve_command};
+use cfzero_eval::uci_client::{UciEngine, options_text, resolve_command};
 
 /// Positions waiting for an engine beyond which the oldest are dropped.
 pub const MAX_BACKLOG: usize = 20_000;
@@ -145,17 +145,12 @@ impl TeacherFeed {
         } = engines;
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let writer = open_writer(dir, &header)?;
-        let options: Vec<String> = header
-            .options
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
         eprintln!(
             "teacher: {} ({}, {:?}, {processes} process(es), options [{}]) labels {:.0}% of the self-play positions into {}",
             pool.name(),
             header.limit,
             header.method,
-            options.join(", "),
+            options_text(header.options.iter().map(|(k, v)| (k, v))),
             share * 100.0,
             dir.display()
         );
