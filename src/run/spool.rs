@@ -347,6 +347,23 @@ mod tests {
         }
     }
 
+    /// The spool at `root` once its last owner is gone. Another test of this binary may be
+    /// spawning a process that holds a copy of the lock's handle until it executes, so the lock
+    /// is waited for a while rather than read once.
+    fn reopen(root: &Path) -> Spool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            if let Some(spool) = Spool::open(root, "w").unwrap() {
+                return spool;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the spool stays locked"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     #[test]
     fn games_go_to_the_outbox_and_from_there_to_the_store_once() {
         let tmp = tempfile::tempdir().unwrap();
@@ -386,7 +403,7 @@ mod tests {
         std::fs::create_dir_all(&half).unwrap();
         write_records(&half.join("w-g00004.cfzg"), &[game()]).unwrap();
         drop(spool);
-        let spool = Spool::open(&root, "w").unwrap().unwrap();
+        let spool = reopen(&root);
         assert!(!half.exists());
         let outbox = spool.outbox().unwrap();
         assert_eq!(outbox.len(), 2);

@@ -57,7 +57,9 @@ impl LocalStore {
 }
 
 /// Opens (creating it) and locks the file at `path` with an OS lock that lasts as long as the
-/// returned handle or its process, however that ends; `None` if another handle holds it.
+/// returned handle or its process, however that ends; `None` if another handle holds it. A
+/// child process being spawned at the moment holds a copy of the handle until it executes its
+/// program, so a lock just released can read as held for that moment.
 pub fn try_lock_file(path: &Path) -> Result<Option<std::fs::File>, StoreError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
