@@ -215,11 +215,36 @@ fn train_labels_its_positions_beside_self_play_and_learns_from_them() {
     assert!((0.0..=1.0).contains(&agreement), "{agreement}");
     assert!(at("teacher/labels_per_second", 3) > 0.0);
 
-    // A resumed run appends to the same label file and keeps what it had.
-    train_with_teacher(tmp.path(), &run, 4, &[], &["--resume"]);
+    // A resumed run appends to the same label file and keeps what it had. It plays two
+    // generations: the positions of the first are labelled while the second plays (the feed
+    // is held while training, and a stop drops what is still waiting).
+    train_with_teacher(tmp.path(), &run, 5, &[], &["--resume"]);
     let files = files_under(&run.join("teacher"));
     assert_eq!(files.len(), 1, "{files:?}");
-    assert!(labels(&run).len() > before);
+    let resumed = labels(&run).len();
+    assert!(resumed > before);
+
+    // Resumed without `--teacher`, the run keeps the engine it was started with.
+    let out = run_cmd(
+        "train",
+        &config(tmp.path()),
+        &run,
+        &["--generations", "7", "--resume"],
+    )
+    .env("SCRIPTED_UCI_TABLE", tmp.path().join("table.json"))
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("the run keeps its teacher"), "{stderr}");
+    assert!(
+        stderr.contains("labels 100% of the self-play positions"),
+        "its engines start: {stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.starts_with("gen    7")).unwrap();
+    assert!(line.contains(" | teacher "), "{line}");
+    assert!(labels(&run).len() > resumed, "{stderr}");
 }
 
 #[test]

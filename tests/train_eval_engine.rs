@@ -46,9 +46,18 @@ fn the_run_plays_the_engine_it_names_and_draws_the_curve() {
 
     let log = std::fs::read_to_string(run.join("log.tsv")).unwrap();
     assert_eq!(log.matches(&format!("| vs {anchor} ")).count(), 2, "{log}");
-    // The engine is part of the frozen config: a resume plays it again.
+    // The engine is part of the frozen config: a resume without the flag plays it again.
     let frozen = std::fs::read_to_string(run.join("config.toml")).unwrap();
     assert!(frozen.contains("pick_engine.py"), "{frozen}");
+    let out = train_run(&config, &run, 3, &["--resume"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the run keeps its anchor") && stderr.contains("pick_engine.py"),
+        "{stderr}"
+    );
+    let rows = eval_rows(&run);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!((rows[2][0].as_str(), rows[2][3].as_str()), ("3", anchor));
 }
 
 #[test]

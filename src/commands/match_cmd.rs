@@ -15,7 +15,7 @@ use cfzero_eval::arena::{
     run_match, score_sample,
 };
 use cfzero_eval::elo::{Sprt, SprtDecision};
-use cfzero_eval::uci_client::{UciLimit, UciPlayer, parse_option};
+use cfzero_eval::uci_client::{UciLimit, UciPlayer, parse_option, resolve_command};
 use cfzero_mcts::SearchConfig;
 use cfzero_network::backend::BackendChoice;
 use cfzero_network::{InferenceHandle, Precision, parse_device};
@@ -61,7 +61,8 @@ pub struct MatchArgs {
     /// sequential search. For measuring what batching costs in play.
     #[arg(long, default_value_t = 1)]
     pub a_batch: usize,
-    /// Player A: a UCI engine command line.
+    /// Player A: a UCI engine command line (a bare name is looked for on `PATH`, then in
+    /// `/usr/games`).
     #[arg(long)]
     pub a_uci: Option<String>,
     /// Player A: a UCI option `Name=Value` (repeatable).
@@ -94,7 +95,8 @@ pub struct MatchArgs {
     /// sequential search. For measuring what batching costs in play.
     #[arg(long, default_value_t = 1)]
     pub b_batch: usize,
-    /// Player B: a UCI engine command line.
+    /// Player B: a UCI engine command line (a bare name is looked for on `PATH`, then in
+    /// `/usr/games`).
     #[arg(long)]
     pub b_uci: Option<String>,
     /// Player B: a UCI option `Name=Value` (repeatable).
@@ -280,7 +282,8 @@ impl Side {
             .map(|o| parse_option(o).map_err(|e| user_error(format!("player {name}: {e}"))))
             .collect::<Result<Vec<_>>>()?;
         Ok(Side::Uci {
-            command: command.clone(),
+            // A bare name (`stockfish`) is found as `--teacher` and `--eval-engine` find it.
+            command: resolve_command(command),
             options,
             limit,
         })

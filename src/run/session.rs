@@ -189,8 +189,8 @@ impl Session {
         }
         // The anchor starts once before anything is written: an engine that does not run
         // is an error now, not after the first generations.
-        let anchor = Anchor::of(&config.run);
-        let anchor_label = match config.run.eval_every {
+        let mut anchor = Anchor::of(&config.run);
+        let mut anchor_label = match config.run.eval_every {
             0 => None,
             _ => Some(anchor.player()?.label()),
         };
@@ -220,6 +220,12 @@ impl Session {
         // The store is the truth: a cache of a run it no longer holds starts over.
         if !stored.pull(&dir.config())? {
             stored.clear_cache()?;
+        }
+        if keep_engines(&dir, &mut config, args)? {
+            anchor = Anchor::of(&config.run);
+            if config.run.eval_every > 0 {
+                anchor_label = Some(anchor.player()?.label());
+            }
         }
         freeze_config(&dir, &location.to_string(), &config, args)?;
         stored.push(&dir.config())?;
@@ -644,6 +650,36 @@ impl Session {
 }
 
 /// Refuses to resume with a different config unless forced; writes the frozen config.
+/// On `--resume`, the teacher and the anchor the run was started with go on unless named
+/// again: `--teacher` and `--eval-engine` put them into the frozen config, not into the config
+/// file a resume reads. Says on stderr which it keeps; true if it kept the anchor.
+fn keep_engines(dir: &RunDir, config: &mut Config, args: &RunArgs) -> Result<bool> {
+    let frozen = dir.config();
+    if !args.resume || !frozen.exists() {
+        return Ok(false);
+    }
+    let old = Config::load(&frozen)?;
+    if args.teacher.is_none() && config.teacher.engine.is_empty() && !old.teacher.engine.is_empty()
+    {
+        eprintln!(
+            "resume: the run keeps its teacher {} (--teacher names another)",
+            old.teacher.engine
+        );
+        config.teacher.engine = old.teacher.engine;
+    }
+    let keep_anchor = args.eval_engine.is_none()
+        && config.run.eval_engine.is_empty()
+        && !old.run.eval_engine.is_empty();
+    if keep_anchor {
+        eprintln!(
+            "resume: the run keeps its anchor {} (--eval-engine names another)",
+            old.run.eval_engine
+        );
+        config.run.eval_engine = old.run.eval_engine;
+    }
+    Ok(keep_anchor)
+}
+
 fn freeze_config(dir: &RunDir, location: &str, config: &Config, args: &RunArgs) -> Result<()> {
     let frozen = dir.config();
     if frozen.exists() {

@@ -36,12 +36,16 @@ pub struct Teacher {
     labels: Arc<TeacherSource>,
 }
 
-/// Starts feeding `engines` (if any) the games that enter `session`'s window from now on,
-/// labels into the run's `teacher/` (the labels already there, from before a resume, are
-/// read at once).
+/// Starts feeding `engines` (or those of the teacher a resumed run keeps) the games that enter
+/// `session`'s window from now on, labels into the run's `teacher/` (the labels already there,
+/// from before a resume, are read at once).
 pub fn start(engines: Option<TeacherEngines>, session: &mut Session) -> Result<Option<Teacher>> {
-    let Some(engines) = engines else {
-        return Ok(None);
+    let engines = match engines {
+        Some(engines) => engines,
+        // A resumed run keeps the teacher it was started with (`Session::open` takes it from
+        // the frozen config): its engines start now.
+        None if session.config.teacher.enabled() => TeacherEngines::start(&session.config.teacher)?,
+        None => return Ok(None),
     };
     let feed = TeacherFeed::start(engines, &session.dir.teacher(), session.config.run.seed)?;
     let teacher = &session.config.teacher;
