@@ -31,10 +31,10 @@ pub struct Config {
     #[serde(default)]
     pub selfplay: SelfplayConfig,
     /// The replay window.
-    #[serde(default = "default_window")]
+    #[serde(default)]
     pub window: WindowConfig,
     /// Training steps.
-    #[serde(default = "default_train")]
+    #[serde(default)]
     pub train: TrainConfig,
     /// The generation loop of `cfzero train`.
     #[serde(default)]
@@ -146,22 +146,6 @@ impl TeacherConfig {
         InvalidSetting::in_range("decay", self.decay, 0.0, true, 1.0)?;
         InvalidSetting::in_range("temperature", self.temperature, 0.0, true, f64::INFINITY)
     }
-}
-
-fn default_window() -> WindowConfig {
-    WindowConfig {
-        min_positions: 20_000,
-        max_positions: 500_000,
-        alpha: 0.75,
-        beta: 0.4,
-        validation_share: 0.05,
-        validation_positions: 20_000,
-    }
-}
-
-fn default_train() -> TrainConfig {
-    toml::from_str("batch_size = 256\n[lr]\npeak = 0.001\nwarmup_steps = 100\n")
-        .expect("the default [train] table parses")
 }
 
 /// The `[run]` table: the shape of a training run's generations.
@@ -459,4 +443,45 @@ fn key_line(text: &str, table: &str, key: &str) -> Option<usize> {
     }
     let start = span?.start.min(text.len());
     Some(text[..start].matches('\n').count() + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cfzero_network::optim::schedule::LrSchedule;
+
+    /// A key left out takes its type's default whether its table is written or not, so
+    /// `[train]` with one key means the defaults plus that key.
+    #[test]
+    fn a_key_left_out_takes_the_default_of_its_type() {
+        let micro = include_str!("../configs/micro.toml");
+        let network = &micro[..micro.find("\n[search]").expect("micro.toml has [search]")];
+        let bare = Config::parse(network).unwrap();
+        assert_eq!(bare.train, TrainConfig::default());
+        assert_eq!(bare.window, WindowConfig::default());
+        assert_eq!(bare.train.lr.warmup_steps, 100);
+
+        let text = format!(
+            "{network}\n[window]\nmin_positions = 100\n[train]\nq_ratio = 0.25\n[train.lr]\npeak = 0.002\n"
+        );
+        let some = Config::parse(&text).unwrap();
+        assert_eq!(
+            some.window,
+            WindowConfig {
+                min_positions: 100,
+                ..WindowConfig::default()
+            }
+        );
+        assert_eq!(
+            some.train,
+            TrainConfig {
+                q_ratio: 0.25,
+                lr: LrSchedule {
+                    peak: 0.002,
+                    ..LrSchedule::default()
+                },
+                ..TrainConfig::default()
+            }
+        );
+    }
 }

@@ -218,7 +218,7 @@ fn the_reference_training_step_matches_cfzero() {
     // gradients are larger than 1), no warm-up, no SWA; f32 as the reference runs (`auto`
     // would train in bf16 on a CPU with avx512_bf16).
     let config: TrainConfig = toml::from_str(
-        "batch_size = 16\ngrad_clip = 1.0\nweight_decay = 0.0001\nswa_every = 0\nprecision = \"f32\"\n[lr]\npeak = 0.001\n",
+        "batch_size = 16\ngrad_clip = 1.0\nweight_decay = 0.0001\nswa_every = 0\nprecision = \"f32\"\n[lr]\npeak = 0.001\nwarmup_steps = 0\n",
     )
     .unwrap();
     let mut learner = Learner::new(load_net(&net, Device::Cpu).unwrap(), config);

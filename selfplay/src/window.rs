@@ -15,40 +15,39 @@ use crate::record::{GameRecord, RECORD_EXTENSION, RecordError, read_records};
 /// The window grows like KataGo's: with `N` trainable positions seen so far and
 /// `c = min_positions`, it holds all of them while `N <= c`, then
 /// `c * (1 + beta * ((N / c)^alpha - 1) / alpha)`, capped at `max_positions`.
+///
+/// A key left out, or the whole `[window]` table, takes [`WindowConfig::default`]'s value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct WindowConfig {
     /// Positions before the window starts to drop old games.
     pub min_positions: usize,
     /// The most positions it ever holds.
     pub max_positions: usize,
     /// Exponent of the growth (KataGo: 0.75).
-    #[serde(default = "default_alpha")]
     pub alpha: f64,
     /// Scale of the growth (KataGo: 0.4).
-    #[serde(default = "default_beta")]
     pub beta: f64,
     /// Share of games held out of training, to measure how well the net generalises to
     /// games it never saw (validation losses beside the training ones show overfitting).
-    #[serde(default = "default_validation_share")]
     pub validation_share: f64,
     /// The most trainable positions of held-out games kept (the newest).
-    #[serde(default = "default_validation_positions")]
     pub validation_positions: usize,
 }
 
-fn default_validation_share() -> f64 {
-    0.05
-}
-fn default_validation_positions() -> usize {
-    20_000
-}
-
-fn default_alpha() -> f64 {
-    0.75
-}
-fn default_beta() -> f64 {
-    0.4
+impl Default for WindowConfig {
+    /// KataGo's growth from 20,000 positions up to 500,000; one game in 20 held out, the
+    /// newest 20,000 of their positions kept.
+    fn default() -> WindowConfig {
+        WindowConfig {
+            min_positions: 20_000,
+            max_positions: 500_000,
+            alpha: 0.75,
+            beta: 0.4,
+            validation_share: 0.05,
+            validation_positions: 20_000,
+        }
+    }
 }
 
 impl WindowConfig {

@@ -6,56 +6,47 @@ use cfzero_network::precision::Bf16Support;
 use cfzero_settings::InvalidSetting;
 use serde::{Deserialize, Serialize};
 
-/// Training options (docs/METHODS.md §2, §6, §7).
+/// Training options (docs/METHODS.md §2, §6, §7). A key left out, or the whole `[train]`
+/// table, takes [`TrainConfig::default`]'s value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct TrainConfig {
     /// Positions per training step.
     pub batch_size: usize,
     /// Learning-rate schedule over the run's total steps.
     pub lr: LrSchedule,
     /// Global gradient-norm clip.
-    #[serde(default = "default_clip")]
     pub grad_clip: f64,
     /// Weight decay of NAdam, decoupled from the gradient (AdamW-style): each step multiplies
     /// the dense layers' weight matrices by `1 - lr * weight_decay`; biases, norms, gates and
     /// Shaw tables are not decayed (`cfzero_network::optim::nadam::decays`). 0 = none.
-    #[serde(default)]
     pub weight_decay: f64,
     /// Stochastic weight averaging of the published net: add a snapshot every this many
     /// steps (0 publishes the raw weights).
-    #[serde(default = "default_swa_every")]
     pub swa_every: u64,
     /// SWA: the most snapshots the average weighs equally (then older ones fade).
-    #[serde(default = "default_swa_max")]
     pub swa_max: u64,
     /// Loader threads that build batches ahead of the trainer.
-    #[serde(default = "default_loaders")]
     pub loader_threads: usize,
     /// Loss weights of each head.
-    #[serde(default)]
     pub loss: LossWeights,
     /// Which search value of a position is the q target (and, with `q_ratio`, part of the
     /// WDL target).
-    #[serde(default)]
     pub q_target: QTarget,
     /// Share of the WDL (winner) target taken from the search's value instead of the
     /// game's result (Lc0's `q_ratio`): 0 trains on results only. The search value gives
     /// every position of a game its own label, where the result gives them all one.
-    #[serde(default)]
     pub q_ratio: f32,
     /// `q_ratio` for the positions of games adjudicated a draw at the game-length cap
     /// (`selfplay.max_plies`); absent, `q_ratio`. That draw is no result of the game: the net
     /// cannot see the ply count, and a side a queen up that has not mated by the cap is
     /// labelled as drawn as a dead-equal position. 1 trains such positions on the search's
     /// value alone.
-    #[serde(default)]
     pub capped_q_ratio: Option<f32>,
     /// Precision of the training step's forward pass: `"auto"` (default; see
     /// [`TrainPrecision::Auto`]), `"f32"` or `"bf16"`, libtorch's autocast
     /// (`cfzero_network::autocast`): products in bf16 on bf16 copies of the f32 weights, the
     /// weights, gradients, optimizer, softmax, norms and losses in f32.
-    #[serde(default)]
     pub precision: TrainPrecision,
 }
 
@@ -141,17 +132,23 @@ pub enum QTarget {
     Root,
 }
 
-fn default_clip() -> f64 {
-    10.0
-}
-fn default_swa_every() -> u64 {
-    10
-}
-fn default_swa_max() -> u64 {
-    10
-}
-fn default_loaders() -> usize {
-    1
+impl Default for TrainConfig {
+    fn default() -> TrainConfig {
+        TrainConfig {
+            batch_size: 256,
+            lr: LrSchedule::default(),
+            grad_clip: 10.0,
+            weight_decay: 0.0,
+            swa_every: 10,
+            swa_max: 10,
+            loader_threads: 1,
+            loss: LossWeights::default(),
+            q_target: QTarget::default(),
+            q_ratio: 0.0,
+            capped_q_ratio: None,
+            precision: TrainPrecision::default(),
+        }
+    }
 }
 
 impl TrainConfig {

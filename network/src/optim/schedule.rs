@@ -4,25 +4,31 @@ use cfzero_settings::InvalidSetting;
 use serde::{Deserialize, Serialize};
 
 /// `lr(step)` for 0-based `step`: during warmup `peak * (step + 1) / warmup_steps`, then
-/// `peak * decay_factor^k` where k is the number of `decay_steps` boundaries `<= step`.
+/// `peak * decay_factor^k` where k is the number of `decay_steps` boundaries `<= step`. A key
+/// left out takes [`LrSchedule::default`]'s value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct LrSchedule {
     /// Learning rate after warmup.
     pub peak: f64,
     /// Steps of linear warmup (0: none).
-    #[serde(default)]
     pub warmup_steps: u64,
     /// Steps at which the rate is multiplied by `decay_factor` (ascending).
-    #[serde(default)]
     pub decay_steps: Vec<u64>,
     /// Factor applied at each decay step.
-    #[serde(default = "default_decay_factor")]
     pub decay_factor: f64,
 }
 
-fn default_decay_factor() -> f64 {
-    0.1
+impl Default for LrSchedule {
+    /// 0.001 after 100 steps of warmup, no decay.
+    fn default() -> LrSchedule {
+        LrSchedule {
+            peak: 0.001,
+            warmup_steps: 100,
+            decay_steps: Vec::new(),
+            decay_factor: 0.1,
+        }
+    }
 }
 
 impl LrSchedule {
