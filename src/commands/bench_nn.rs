@@ -8,7 +8,7 @@ use anyhow::Result;
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::Game;
 use cfzero_network::backend::{
-    Backend, BackendChoice, BackendOutputs, MaterialBackend, NativeBackend,
+    Backend, BackendChoice, BackendOutputs, MaterialBackend, NativeBackend, ServingBackend,
 };
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::flops::{flops_per_evaluation, flops_per_play_evaluation};
@@ -338,7 +338,7 @@ pub fn run(args: &NnArgs) -> Result<()> {
             reference.prepare_serving(Kind::Float, legal.len());
             let mut other = make_net(&config, args.net.as_deref(), device)?;
             other.prepare_serving(lower, legal.len());
-            let report = |backend: BackendChoice, error: Option<PrecisionError>| {
+            let report = |backend: ServingBackend, error: Option<PrecisionError>| {
                 Ok::<_, anyhow::Error>(AccuracyReport {
                     backend: backend.to_string(),
                     kind: kind_name(lower),
@@ -348,16 +348,16 @@ pub fn run(args: &NnArgs) -> Result<()> {
                 })
             };
             let error = precision::compare_nets(&reference, &other, &inputs, &legal);
-            accuracy.push(report(BackendChoice::Tch, error)?);
+            accuracy.push(report(ServingBackend::Tch, error)?);
             // The native pass computes bf16 its own way: measured on its own where it runs.
             let native = args
                 .backends
                 .iter()
-                .any(|c| c.resolve(device, lower) == Ok(BackendChoice::Native));
+                .any(|c| c.resolve(device, lower) == Ok(ServingBackend::Native));
             if native {
                 let mut b = NativeBackend::from_net(&reference, lower, legal.len())?;
                 let error = precision::compare_backend(&reference, &mut b, &inputs, &legal)?;
-                accuracy.push(report(BackendChoice::Native, error)?);
+                accuracy.push(report(ServingBackend::Native, error)?);
             }
         }
         let measured = !resolved.fell_back && !kinds_done.contains(&kind);
@@ -387,7 +387,7 @@ pub fn run(args: &NnArgs) -> Result<()> {
             for &choice in &args.backends {
                 pb.inc(1);
                 let backend = match choice.resolve(device, kind) {
-                    Ok(b) if args.heads == Heads::All && b != BackendChoice::Tch => {
+                    Ok(b) if args.heads == Heads::All && b != ServingBackend::Tch => {
                         let why = format!("{b}: computes only the heads a search reads");
                         if !report.skipped.contains(&why) {
                             report.skipped.push(why);
@@ -405,14 +405,14 @@ pub fn run(args: &NnArgs) -> Result<()> {
                 };
                 pb.set_message(format!("{} {backend} batch {batch}", kind_name(kind)));
                 let rate = match backend {
-                    BackendChoice::Native => {
+                    ServingBackend::Native => {
                         let mut b = NativeBackend::from_net(&net, kind, batch)?;
                         measure_backend(&mut b, &net.config, batch, args.seconds)?
                     }
-                    BackendChoice::Material => {
+                    ServingBackend::Material => {
                         measure_backend(&mut MaterialBackend, &net.config, batch, args.seconds)?
                     }
-                    _ => {
+                    ServingBackend::Tch => {
                         // As a server whose largest batch is this one runs it (the Shaw form
                         // follows it).
                         net.prepare_serving(kind, batch);

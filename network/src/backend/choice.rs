@@ -74,10 +74,40 @@ pub enum ChoiceError {
     NativePrecision(String),
 }
 
+/// A backend that serves nets: what a [`BackendChoice`] resolves to. Every place that builds
+/// or measures a backend matches on it exhaustively, so a new backend is a compile error
+/// until each of them knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServingBackend {
+    /// libtorch ([`super::TchBackend`]).
+    Tch,
+    /// The native CPU pass ([`super::NativeBackend`]).
+    Native,
+    /// Material counting with a uniform policy ([`super::MaterialBackend`]).
+    Material,
+}
+
+impl ServingBackend {
+    /// The choice that asks for this backend by name.
+    pub fn choice(self) -> BackendChoice {
+        match self {
+            ServingBackend::Tch => BackendChoice::Tch,
+            ServingBackend::Native => BackendChoice::Native,
+            ServingBackend::Material => BackendChoice::Material,
+        }
+    }
+}
+
+impl fmt::Display for ServingBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.choice().fmt(f)
+    }
+}
+
 impl BackendChoice {
-    /// The backend that serves a net on `device` in `kind` (`auto` resolved; never
-    /// [`BackendChoice::Auto`]), or why the asked one cannot.
-    pub fn resolve(self, device: Device, kind: Kind) -> Result<BackendChoice, ChoiceError> {
+    /// The backend that serves a net on `device` in `kind` (`auto` resolved), or why the
+    /// asked one cannot.
+    pub fn resolve(self, device: Device, kind: Kind) -> Result<ServingBackend, ChoiceError> {
         let native_fits = || -> Result<(), ChoiceError> {
             if device != Device::Cpu {
                 return Err(ChoiceError::NativeOffCpu(
@@ -95,12 +125,13 @@ impl BackendChoice {
         };
         match self {
             BackendChoice::Auto => Ok(if native_fits().is_ok() {
-                BackendChoice::Native
+                ServingBackend::Native
             } else {
-                BackendChoice::Tch
+                ServingBackend::Tch
             }),
-            BackendChoice::Native => native_fits().map(|()| BackendChoice::Native),
-            other => Ok(other),
+            BackendChoice::Native => native_fits().map(|()| ServingBackend::Native),
+            BackendChoice::Tch => Ok(ServingBackend::Tch),
+            BackendChoice::Material => Ok(ServingBackend::Material),
         }
     }
 }
@@ -115,29 +146,29 @@ mod tests {
         let gpu = Device::Cuda(0);
         assert_eq!(
             BackendChoice::Auto.resolve(cpu, Kind::Float),
-            Ok(BackendChoice::Native)
+            Ok(ServingBackend::Native)
         );
         // bf16 on the CPU: natively where the CPU runs bf16 products, else libtorch.
         let bf16_native = crate::backend::native::bf16_supported();
         assert_eq!(
             BackendChoice::Auto.resolve(cpu, Kind::BFloat16),
             Ok(if bf16_native {
-                BackendChoice::Native
+                ServingBackend::Native
             } else {
-                BackendChoice::Tch
+                ServingBackend::Tch
             })
         );
         assert_eq!(
             BackendChoice::Auto.resolve(gpu, Kind::Float),
-            Ok(BackendChoice::Tch)
+            Ok(ServingBackend::Tch)
         );
         assert_eq!(
             BackendChoice::Tch.resolve(gpu, Kind::BFloat16),
-            Ok(BackendChoice::Tch)
+            Ok(ServingBackend::Tch)
         );
         assert_eq!(
             BackendChoice::Material.resolve(gpu, Kind::Float),
-            Ok(BackendChoice::Material)
+            Ok(ServingBackend::Material)
         );
         assert!(matches!(
             BackendChoice::Native.resolve(gpu, Kind::Float),
@@ -164,6 +195,15 @@ mod tests {
             assert_eq!(c.to_string().parse::<BackendChoice>(), Ok(c));
         }
         assert_eq!("libtorch".parse(), Ok(BackendChoice::Tch));
+        // A serving backend prints as the choice that asks for it, and that choice gets it.
+        for b in [
+            ServingBackend::Tch,
+            ServingBackend::Native,
+            ServingBackend::Material,
+        ] {
+            assert_eq!(b.to_string(), b.choice().to_string());
+            assert_eq!(b.choice().resolve(Device::Cpu, Kind::Float), Ok(b));
+        }
         assert_eq!(
             "onnx".parse::<BackendChoice>(),
             Err(UnknownBackend("onnx".into()))

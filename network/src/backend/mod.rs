@@ -14,7 +14,7 @@ mod material;
 mod native;
 mod tch_net;
 
-pub use choice::{BackendChoice, ChoiceError, UnknownBackend};
+pub use choice::{BackendChoice, ChoiceError, ServingBackend, UnknownBackend};
 pub use material::MaterialBackend;
 pub use native::{NATIVE_NAME, NativeBackend, bf16_supported as native_bf16_supported};
 pub use tch_net::TchBackend;

@@ -16,7 +16,7 @@ use tch::Kind;
 use super::input::{INPUT_FLOATS, NetInput};
 use crate::backend::{
     Backend, BackendChoice, BackendError, BackendOutputs, Capabilities, MaterialBackend,
-    NamedWeights, NativeBackend, TchBackend,
+    NamedWeights, NativeBackend, ServingBackend, TchBackend,
 };
 use crate::encoding::POLICY_SIZE;
 use crate::model::Net;
@@ -163,12 +163,12 @@ impl InferenceServer {
         options: InferenceOptions,
     ) -> Result<InferenceHandle<G>, BackendError> {
         Ok(match options.backend.resolve(net.device(), options.kind)? {
-            BackendChoice::Native => Self::spawn_backend(
+            ServingBackend::Native => Self::spawn_backend(
                 NativeBackend::from_net(&net, options.kind, options.max_batch)?,
                 options,
             ),
-            BackendChoice::Material => Self::spawn_backend(MaterialBackend, options),
-            _ => Self::spawn_backend(
+            ServingBackend::Material => Self::spawn_backend(MaterialBackend, options),
+            ServingBackend::Tch => Self::spawn_backend(
                 TchBackend::new(net, options.kind, options.max_batch),
                 options,
             ),
