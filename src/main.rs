@@ -3,6 +3,7 @@
 mod commands;
 mod config;
 mod error;
+mod flags;
 #[cfg(test)]
 mod fuzz_tests;
 mod malloc;

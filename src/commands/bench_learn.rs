@@ -26,6 +26,7 @@ use super::net_play::{PLAY_SIMULATIONS, arena_error, play_search, serve_net};
 use super::train::{TrainOutcome, train};
 use crate::config::Config;
 use crate::error::user_error;
+use crate::flags::DeviceFlag;
 use crate::run::deadline::parse_minutes;
 use crate::run::dir::RunDir;
 use crate::run::progress::bar;
@@ -69,9 +70,8 @@ pub struct LearnBenchArgs {
     /// Match games reaching this many plies are adjudicated a draw.
     #[arg(long, default_value_t = 400)]
     pub max_plies: u32,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
+    #[command(flatten)]
+    pub device: DeviceFlag,
     /// Print the report as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -199,7 +199,7 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
 
     let net_path = RunDir::new(&local_dir).net(outcome.generation);
     config.run.use_inference_threads();
-    let device = cfzero_network::parse_device(&args.device).map_err(user_error)?;
+    let device = args.device.parse()?;
     let handle = serve_net(
         &net_path,
         device,

@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::Result;
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::Game;
+use cfzero_network::Net;
 use cfzero_network::backend::{
     Backend, BackendChoice, BackendOutputs, MaterialBackend, NativeBackend, ServingBackend,
 };
@@ -15,7 +16,6 @@ use cfzero_network::flops::{flops_per_evaluation, flops_per_play_evaluation};
 use cfzero_network::inference::NetInput;
 use cfzero_network::inference::input::INPUT_FLOATS;
 use cfzero_network::precision::{self, Bf16Support, Precision, PrecisionError, kind_name};
-use cfzero_network::{Net, parse_device};
 use cfzero_selfplay::openings::read_openings;
 use clap::Args;
 use serde::Serialize;
@@ -23,6 +23,7 @@ use tch::{Device, Kind, Tensor};
 
 use crate::config::{Config, set_torch_threads};
 use crate::error::user_error;
+use crate::flags::DeviceFlag;
 use crate::run::progress::bar;
 use crate::user_bail;
 
@@ -44,9 +45,8 @@ pub struct NnArgs {
     /// Size n of the n x n matrices whose product measures the matmul peak.
     #[arg(long, default_value_t = 2048)]
     pub matmul_size: usize,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
+    #[command(flatten)]
+    pub device: DeviceFlag,
     /// Which heads each forward pass computes.
     #[arg(long, value_enum, default_value = "play")]
     pub heads: Heads,
@@ -296,7 +296,7 @@ fn real_positions(path: &Path, max: usize) -> Result<(Tensor, Vec<Vec<usize>>)> 
 /// Runs the measurement.
 pub fn run(args: &NnArgs) -> Result<()> {
     let config = Config::load(&args.config)?;
-    let device = parse_device(&args.device).map_err(user_error)?;
+    let device = args.device.parse()?;
     if args.batches.contains(&0) {
         user_bail!("--batches: every batch size must be at least 1");
     }

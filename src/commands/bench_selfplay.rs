@@ -12,7 +12,7 @@ use anyhow::Result;
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
 use cfzero_network::checkpoint::load_net;
-use cfzero_network::{InferenceHandle, Net, parse_device};
+use cfzero_network::{InferenceHandle, Net};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::{ActorId, Assignment, MoveCount};
 use clap::Args;
@@ -21,6 +21,7 @@ use tch::Device;
 
 use crate::config::Config;
 use crate::error::user_error;
+use crate::flags::DeviceFlag;
 use crate::run::progress::{bar, spinner};
 use crate::run::selfplay_phase::{Live, run_actors, spawn_servers};
 use crate::user_bail;
@@ -42,9 +43,8 @@ pub struct SelfplayBenchArgs {
     /// Seconds of the net's own measurement at self-play's average batch size.
     #[arg(long, default_value_t = 2.0)]
     pub nn_seconds: f64,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
+    #[command(flatten)]
+    pub device: DeviceFlag,
     /// Backend of the inference servers (auto, tch, native, material), instead of the
     /// config's `run.backend`.
     #[arg(long)]
@@ -222,7 +222,7 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
     if args.nn_seconds.is_nan() || args.nn_seconds <= 0.0 {
         user_bail!("--nn-seconds must be more than 0 (got {})", args.nn_seconds);
     }
-    let device = parse_device(&args.device).map_err(user_error)?;
+    let device = args.device.parse()?;
     let openings = match &config.selfplay.openings {
         Some(p) => read_openings(p).map_err(user_error)?,
         None => Vec::new(),

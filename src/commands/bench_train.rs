@@ -5,15 +5,16 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Result;
+use cfzero_network::Net;
 use cfzero_network::encoding::POLICY_SIZE;
 use cfzero_network::flops::flops_per_evaluation;
-use cfzero_network::{Net, parse_device};
 use cfzero_trainer::{HostBatch, Learner, TrainConfig, TrainPrecision};
 use clap::Args;
 use serde::Serialize;
 
 use crate::config::Config;
 use crate::error::user_error;
+use crate::flags::DeviceFlag;
 use crate::run::progress::bar;
 use crate::user_bail;
 
@@ -26,9 +27,8 @@ pub struct TrainBenchArgs {
     /// Training steps measured (after one warm-up step).
     #[arg(long, default_value_t = 10)]
     pub steps: usize,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
+    #[command(flatten)]
+    pub device: DeviceFlag,
     /// Precisions of the step, measured one after the other from the same initial weights:
     /// f32, bf16 (autocast, see `train.precision`), auto (what a run picks here), or several
     /// (`f32,bf16`).
@@ -72,7 +72,7 @@ struct TrainRow {
 /// Runs the measurement.
 pub fn run(args: &TrainBenchArgs) -> Result<()> {
     let config = Config::load(&args.config)?;
-    let device = parse_device(&args.device).map_err(user_error)?;
+    let device = args.device.parse()?;
     if args.steps == 0 {
         user_bail!("--steps must be at least 1");
     }

@@ -11,8 +11,6 @@ use anyhow::{Context, Result};
 use cfzero_eval::arena::{MatchOptions, MatchScore, SearchPlayer, run_match};
 use cfzero_eval::ratings::{PairResult, fit_ratings};
 use cfzero_fsutil::write_file_atomically;
-use cfzero_network::backend::BackendChoice;
-use cfzero_network::{Precision, parse_device};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_store::RunLocation;
 use clap::Args;
@@ -23,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::net_play::{arena_error, play_search, serve_net};
 use crate::config::Config;
 use crate::error::user_error;
+use crate::flags::{DeviceFlag, PlayFlags};
 use crate::plot::{EloPoint, elo_plot};
 use crate::run::dir::RunDir;
 use crate::run::progress::bar;
@@ -55,17 +54,10 @@ pub struct LadderArgs {
     /// Games of a pair played at the same time.
     #[arg(long, default_value_t = 64)]
     pub concurrency: usize,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
-    /// Inference precision of the nets: auto (bf16 where the device computes it natively),
-    /// f32 or bf16.
-    #[arg(long, default_value = "auto")]
-    pub precision: Precision,
-    /// Backend of the nets: auto (native for f32 on a CPU, else libtorch), tch,
-    /// native or material (material counting, no net: a baseline).
-    #[arg(long, default_value = "auto")]
-    pub backend: BackendChoice,
+    #[command(flatten)]
+    pub device: DeviceFlag,
+    #[command(flatten)]
+    pub play: PlayFlags,
 }
 
 /// The games played between two generations so far, at one number of simulations.
@@ -171,7 +163,7 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
         ),
     };
     let max_plies = args.max_plies.unwrap_or(config.selfplay.max_plies);
-    let device = parse_device(&args.device).map_err(user_error)?;
+    let device = args.device.parse()?;
     let (search, sims) = (play.search, play.simulations);
     let ladder_dir = dir.root().join("ladder");
     std::fs::create_dir_all(&ladder_dir)
@@ -221,8 +213,8 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
             .chain(&openings[..skip])
             .cloned()
             .collect();
-        let net_a = serve_net(&dir.net(a), device, args.precision, args.backend)?;
-        let net_b = serve_net(&dir.net(b), device, args.precision, args.backend)?;
+        let net_a = serve_net(&dir.net(a), device, args.play.precision, args.play.backend)?;
+        let net_b = serve_net(&dir.net(b), device, args.play.precision, args.play.backend)?;
         let mut player_a = SearchPlayer::new(format!("gen {a}"), &net_a, search.clone(), sims);
         let mut player_b = SearchPlayer::new(format!("gen {b}"), &net_b, search.clone(), sims);
         let options = MatchOptions {

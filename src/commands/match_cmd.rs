@@ -18,7 +18,7 @@ use cfzero_eval::elo::{Sprt, SprtDecision};
 use cfzero_eval::uci_client::{UciLimit, UciPlayer, parse_option, resolve_command};
 use cfzero_mcts::SearchConfig;
 use cfzero_network::backend::BackendChoice;
-use cfzero_network::{InferenceHandle, Precision, parse_device};
+use cfzero_network::{InferenceHandle, Precision};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::pgn::{PgnTags, moves_to_pgn};
 use clap::Args;
@@ -27,6 +27,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::net_play::{PLAY_SIMULATIONS, arena_error, play_search, serve_net};
 use crate::error::user_error;
+use crate::flags::{DeviceFlag, PlayFlags};
 use crate::run::progress::bar;
 use crate::user_bail;
 
@@ -145,17 +146,10 @@ pub struct MatchArgs {
     /// Seed of the random mover, the greedy mover's tie-breaks and search tie-breaks.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Device of the nets: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
-    /// Inference precision of the nets: auto (bf16 where the device computes it natively),
-    /// f32 or bf16.
-    #[arg(long, default_value = "auto")]
-    pub precision: Precision,
-    /// Backend of the nets: auto (native for f32 on a CPU, else libtorch), tch,
-    /// native or material (material counting, no net: a baseline).
-    #[arg(long, default_value = "auto")]
-    pub backend: BackendChoice,
+    #[command(flatten)]
+    pub device: DeviceFlag,
+    #[command(flatten)]
+    pub play: PlayFlags,
     /// Player A's precision, instead of `--precision` (e.g. a net in bf16 against itself in f32).
     #[arg(long)]
     pub a_precision: Option<Precision>,
@@ -570,19 +564,19 @@ pub fn run(args: &MatchArgs) -> Result<()> {
         .unwrap_or(if engines { 2 } else { 64 })
         .clamp(1, games);
     let search = play_a.search;
-    let device = parse_device(&args.device).map_err(user_error)?;
+    let device = args.device.parse()?;
     let (label_a, label_b) = (side_a.label(), side_b.label());
     let handle_a = serve(
         &side_a,
         device,
-        args.a_precision.unwrap_or(args.precision),
-        args.backend,
+        args.a_precision.unwrap_or(args.play.precision),
+        args.play.backend,
     )?;
     let handle_b = serve(
         &side_b,
         device,
-        args.b_precision.unwrap_or(args.precision),
-        args.backend,
+        args.b_precision.unwrap_or(args.play.precision),
+        args.play.backend,
     )?;
     let mut a = player(&side_a, handle_a.as_ref(), &search, concurrency)?;
     let mut b = player(&side_b, handle_b.as_ref(), &search, concurrency)?;

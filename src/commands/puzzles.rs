@@ -5,14 +5,13 @@ use std::path::PathBuf;
 use anyhow::Result;
 use cfzero_eval::arena::SearchPlayer;
 use cfzero_eval::puzzles::{BANDS, PuzzleTally, read_puzzles, solve_puzzles};
-use cfzero_network::backend::BackendChoice;
-use cfzero_network::{Precision, parse_device};
 use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::net_play::{PLAY_SIMULATIONS, arena_error, play_search, serve_net};
 use crate::error::user_error;
+use crate::flags::{DeviceFlag, PlayFlags};
 use crate::run::progress::bar;
 use crate::user_bail;
 
@@ -37,17 +36,10 @@ pub struct PuzzlesArgs {
     /// The search constants: the `[search]` table of this config (default: docs/METHODS.md §3).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
-    /// Inference precision of the net: auto (bf16 where the device computes it natively),
-    /// f32 or bf16.
-    #[arg(long, default_value = "auto")]
-    pub precision: Precision,
-    /// Backend of the net: auto (native for f32 on a CPU, else libtorch), tch,
-    /// native or material (material counting, no net: a baseline).
-    #[arg(long, default_value = "auto")]
-    pub backend: BackendChoice,
+    #[command(flatten)]
+    pub device: DeviceFlag,
+    #[command(flatten)]
+    pub play: PlayFlags,
     /// Print the tally and every outcome as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -69,8 +61,8 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
         eprintln!("warning: {warning}");
     }
     let puzzles = set.puzzles;
-    let device = parse_device(&args.device).map_err(user_error)?;
-    let handle = serve_net(&args.net, device, args.precision, args.backend)?;
+    let device = args.device.parse()?;
+    let handle = serve_net(&args.net, device, args.play.precision, args.play.backend)?;
     let name = args.net.file_stem().unwrap_or_default().to_string_lossy();
     let mut player = SearchPlayer::new(name, &handle, play.search, play.simulations);
     let progress = bar(puzzles.len() as u64, "puzzles", "puzzles");

@@ -18,13 +18,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use cfzero_network::checkpoint::load_net;
-use cfzero_network::parse_device;
 use cfzero_store::chunks::valid_worker_name;
 use cfzero_store::{ObjectRunStore, RunLocation, RunStore};
 use clap::Args;
 
 use crate::config::Config;
 use crate::error::{is_user_error, user_error};
+use crate::flags::DeviceFlag;
 use crate::run::dir::RunDir;
 use crate::run::progress::spinner;
 use crate::run::selfplay_phase::{self, GamesOut};
@@ -57,9 +57,8 @@ pub struct SelfplayArgs {
     /// Stop after the round of games that ends past this many minutes.
     #[arg(long)]
     pub minutes: Option<f64>,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
+    #[command(flatten)]
+    pub device: DeviceFlag,
     /// Backend of this worker's inference servers (auto, tch, native), instead of the run
     /// config's `run.backend` (the worker's machine may differ from the trainer's).
     #[arg(long)]
@@ -127,7 +126,7 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
     if let Some(b) = args.backend {
         config.run.backend = b;
     }
-    let device = parse_device(&args.device).map_err(user_error)?;
+    let device = args.device.parse()?;
     let openings = match &config.selfplay.openings {
         Some(p) => selfplay_phase::read_selfplay_book(p)?,
         None => Vec::new(),

@@ -10,10 +10,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cfzero_fsutil::{remove_stale_temporaries, write_file_atomically};
+use cfzero_network::Net;
 use cfzero_network::checkpoint::{
     CheckpointError, load_net, read_net_config, read_net_metadata, save_net,
 };
-use cfzero_network::{Net, parse_device};
 use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::ReplayWindow;
@@ -29,6 +29,7 @@ use tch::Device;
 
 use crate::config::Config;
 use crate::error::user_error;
+use crate::flags::DeviceFlag;
 use crate::run::dir::RunDir;
 use crate::run::evaluate::{self, Anchor};
 use crate::run::learn_phase::{self, LearnSummary};
@@ -73,9 +74,8 @@ pub struct RunArgs {
     /// is not published, and `--resume` continues the run.
     #[arg(long, allow_negative_numbers = true)]
     pub minutes: Option<f64>,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
+    #[command(flatten)]
+    pub device: DeviceFlag,
     /// Start from this net (e.g. an imported Lc0 net) instead of random weights.
     #[arg(long)]
     pub init_from: Option<PathBuf>,
@@ -194,7 +194,7 @@ impl Session {
             0 => None,
             _ => Some(anchor.player()?.label()),
         };
-        let device = parse_device(&args.device).map_err(user_error)?;
+        let device = args.device.parse()?;
         let location = args.location()?;
         if !(args.lease_seconds.is_finite() && args.lease_seconds >= 1.0) {
             user_bail!("--lease-seconds must be at least 1");

@@ -20,7 +20,7 @@ use cfzero_mcts::{Driver, SearchConfig, SearchMode};
 use cfzero_network::backend::BackendChoice;
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::precision::Precision;
-use cfzero_network::{InferenceHandle, InferenceServer, parse_device};
+use cfzero_network::{InferenceHandle, InferenceServer};
 use clap::Args;
 use shakmaty::Color;
 
@@ -28,7 +28,7 @@ use cfzero_eval::lines::{MAX_LINE, read_line_bounded};
 
 use crate::commands::net_play::{UCI_SIMULATIONS, play_search};
 use crate::config::{Config, resolve_inference, set_torch_threads};
-use crate::error::user_error;
+use crate::flags::{DeviceFlag, PlayFlags};
 use crate::user_bail;
 use clock::{MAX_SIMULATIONS, budget};
 use command::{Command, GoParams};
@@ -47,17 +47,10 @@ pub struct UciArgs {
     /// libtorch threads for the net (the `Threads` option); 0 = all cores.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
-    /// Inference precision (the `Precision` option): auto (bf16 where the device computes it
-    /// natively), f32 or bf16.
-    #[arg(long, default_value = "auto")]
-    pub precision: Precision,
-    /// Backend of the net (the `Backend` option): auto (native for f32 on a CPU, else libtorch), tch,
-    /// native or material (material counting, no net: a baseline).
-    #[arg(long, default_value = "auto")]
-    pub backend: BackendChoice,
+    #[command(flatten)]
+    pub device: DeviceFlag,
+    #[command(flatten)]
+    pub play: PlayFlags,
     /// A config file whose `[search]` table sets the search constants (the `Config`
     /// option); without one, the defaults of docs/METHODS.md §3. Play turns root noise off.
     #[arg(long)]
@@ -430,7 +423,7 @@ pub fn run(args: &UciArgs) -> Result<()> {
     if simulations > MAX_SIMULATIONS {
         user_bail!("--sims {simulations}: must be 1 to {MAX_SIMULATIONS}");
     }
-    let device = parse_device(&args.device).map_err(user_error)?;
+    let device = args.device.parse()?;
     let mut engine = Engine {
         options: Options {
             net: args.net.clone(),
@@ -439,8 +432,8 @@ pub fn run(args: &UciArgs) -> Result<()> {
             // Already set for play; `for_play` again when a search starts changes nothing.
             search: play.search,
             move_overhead_ms: 50,
-            precision: args.precision,
-            backend: args.backend,
+            precision: args.play.precision,
+            backend: args.play.backend,
         },
         device,
         loaded: None,
