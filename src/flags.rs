@@ -12,7 +12,12 @@ use crate::error::user_error;
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct DeviceFlag {
     /// Device: cpu, cuda, cuda:N or auto (the first GPU if there is one, else the CPU).
-    #[arg(long = "device", value_name = "DEVICE", default_value = "auto")]
+    #[arg(
+        id = "device",
+        long = "device",
+        value_name = "DEVICE",
+        default_value = "auto"
+    )]
     pub name: String,
 }
 

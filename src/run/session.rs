@@ -649,7 +649,6 @@ impl Session {
     }
 }
 
-/// Refuses to resume with a different config unless forced; writes the frozen config.
 /// On `--resume`, the teacher and the anchor the run was started with go on unless named
 /// again: `--teacher` and `--eval-engine` put them into the frozen config, not into the config
 /// file a resume reads. Says on stderr which it keeps; true if it kept the anchor.
@@ -680,6 +679,7 @@ fn keep_engines(dir: &RunDir, config: &mut Config, args: &RunArgs) -> Result<boo
     Ok(keep_anchor)
 }
 
+/// Refuses to resume with a different config unless forced; writes the frozen config.
 fn freeze_config(dir: &RunDir, location: &str, config: &Config, args: &RunArgs) -> Result<()> {
     let frozen = dir.config();
     if frozen.exists() {
