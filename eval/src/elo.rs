@@ -26,6 +26,16 @@ pub fn elo_from_score(score: f64) -> f64 {
     }
 }
 
+/// An Elo number as a report prints it: with its sign, rounded, or `-inf`/`+inf` for a
+/// shut-out.
+pub fn signed_elo(elo: f64) -> String {
+    if elo.is_infinite() {
+        if elo > 0.0 { "+inf" } else { "-inf" }.into()
+    } else {
+        format!("{elo:+.0}")
+    }
+}
+
 /// The expected score of a player `elo` points stronger: 1 / (1 + 10^(−elo/400)).
 pub fn score_from_elo(elo: f64) -> f64 {
     1.0 / (1.0 + 10f64.powf(-elo / 400.0))

@@ -14,7 +14,7 @@ use cfzero_eval::arena::{
     ArenaGame, GreedyPlayer, MatchOptions, MatchScore, Player, RandomPlayer, SearchPlayer,
     run_match, score_sample,
 };
-use cfzero_eval::elo::{Sprt, SprtDecision};
+use cfzero_eval::elo::{Sprt, SprtDecision, signed_elo};
 use cfzero_eval::uci_client::{UciLimit, UciPlayer, parse_option, resolve_command};
 use cfzero_mcts::SearchConfig;
 use cfzero_network::backend::BackendChoice;
@@ -407,9 +407,9 @@ impl MatchReport {
             100.0 * self.score_fraction,
             100.0 * self.score_low,
             100.0 * self.score_high,
-            signed(self.elo),
-            signed(self.elo_low),
-            signed(self.elo_high),
+            signed_elo(self.elo),
+            signed_elo(self.elo_low),
+            signed_elo(self.elo_high),
             self.units
         );
         let ends: Vec<String> = self
@@ -445,17 +445,8 @@ pub(crate) fn progress_message(finished: &[ArenaGame]) -> String {
         score.wins,
         score.draws,
         score.losses,
-        signed(elo)
+        signed_elo(elo)
     )
-}
-
-/// An Elo number with its sign, or `-inf`/`+inf` for a shut-out.
-pub(crate) fn signed(elo: f64) -> String {
-    if elo.is_infinite() {
-        if elo > 0.0 { "+inf" } else { "-inf" }.into()
-    } else {
-        format!("{elo:+.0}")
-    }
 }
 
 /// Starts the inference server of a net side (none for other sides).

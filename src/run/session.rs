@@ -9,6 +9,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use cfzero_eval::elo::signed_elo;
 use cfzero_fsutil::{remove_stale_temporaries, write_file_atomically};
 use cfzero_network::Net;
 use cfzero_network::checkpoint::{
@@ -550,15 +551,8 @@ impl Session {
             .scalar("eval/elo_vs_anchor_high", step, shown(e.elo.2))?;
         self.tb.flush()?;
         let s = &e.score;
-        let elo = |x: f64| {
-            if x.is_finite() {
-                format!("{:+.0}", x + 0.0)
-            } else if x > 0.0 {
-                "+inf".into()
-            } else {
-                "-inf".into()
-            }
-        };
+        // `+ 0.0` turns the -0 of an even score into +0.
+        let elo = |x: f64| signed_elo(x + 0.0);
         Ok(format!(
             " | vs {} {:.0}% (+{} ={} -{}) Elo {} [{}, {}]",
             e.anchor,
