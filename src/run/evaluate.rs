@@ -26,6 +26,11 @@ use crate::plot::{EloPoint, elo_plot};
 /// game has an infinite estimate, and one end of its interval is infinite too.
 pub const ELO_SHOWN: f64 = 800.0;
 
+/// `elo` clipped to [`ELO_SHOWN`], as the plot and TensorBoard show it.
+pub fn shown(elo: f64) -> f64 {
+    elo.clamp(-ELO_SHOWN, ELO_SHOWN)
+}
+
 /// What the in-run evaluation plays against.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Anchor {
@@ -238,8 +243,7 @@ impl EvalRow {
 
     /// The row as a point of the plot, the Elo and its interval clipped to [`ELO_SHOWN`].
     fn point(&self) -> EloPoint {
-        let clip = |e: f64| e.clamp(-ELO_SHOWN, ELO_SHOWN);
-        let (lo, elo, hi) = (clip(self.elo.0), clip(self.elo.1), clip(self.elo.2));
+        let (lo, elo, hi) = (shown(self.elo.0), shown(self.elo.1), shown(self.elo.2));
         EloPoint {
             step: self.step as f64,
             minutes: self.minutes,

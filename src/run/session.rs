@@ -541,14 +541,14 @@ impl Session {
         };
         evaluate::append_row(&self.dir.eval_log(), &row)?;
         evaluate::redraw(&self.dir.eval_log(), &self.dir.elo_plot(), &self.location)?;
-        let shown = |elo: f64| elo.clamp(-evaluate::ELO_SHOWN, evaluate::ELO_SHOWN);
         self.tb
             .scalar("eval/score_vs_anchor", step, e.score.score())?;
-        self.tb.scalar("eval/elo_vs_anchor", step, shown(e.elo.1))?;
         self.tb
-            .scalar("eval/elo_vs_anchor_low", step, shown(e.elo.0))?;
+            .scalar("eval/elo_vs_anchor", step, evaluate::shown(e.elo.1))?;
         self.tb
-            .scalar("eval/elo_vs_anchor_high", step, shown(e.elo.2))?;
+            .scalar("eval/elo_vs_anchor_low", step, evaluate::shown(e.elo.0))?;
+        self.tb
+            .scalar("eval/elo_vs_anchor_high", step, evaluate::shown(e.elo.2))?;
         self.tb.flush()?;
         let s = &e.score;
         // `+ 0.0` turns the -0 of an even score into +0.
