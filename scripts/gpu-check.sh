@@ -69,8 +69,8 @@ precision_curves() {
       step "cfzero learn: $name on $pgn, $steps steps, train.precision = $precision"
       # No in-run evaluation: its matches play one position at a time, which on a GPU took
       # cf6m 40-90 s a generation, longer than the training.
-      sed -e '/^eval_every *=/d' -e 's/^\[run\]$/[run]\neval_every = 0/' "$config" >"$dir/$name.toml"
-      grep -q '^eval_every = 0$' "$dir/$name.toml" || printf '\n[run]\neval_every = 0\n' >>"$dir/$name.toml"
+      sed -e '/^every *=/d' -e 's/^\[eval\]$/[eval]\nevery = 0/' "$config" >"$dir/$name.toml"
+      grep -q '^every = 0$' "$dir/$name.toml" || printf '\n[eval]\nevery = 0\n' >>"$dir/$name.toml"
       cfzero learn --config "$dir/$name.toml" --run "$dir/$name-$precision" --device cuda \
         --train-precision "$precision" --data "pgn:$pgn" --steps "$steps" \
         --steps-per-generation $((steps / 8))

@@ -39,6 +39,12 @@ pub struct Config {
     /// The generation loop of `cfzero train`.
     #[serde(default)]
     pub run: RunConfig,
+    /// The in-run evaluation.
+    #[serde(default)]
+    pub eval: EvalConfig,
+    /// How self-play and the evaluation serve their nets.
+    #[serde(default)]
+    pub inference: InferenceConfig,
     /// A UCI engine that labels a share of the self-play positions (`cfzero train`); none
     /// by default.
     #[serde(default)]
@@ -75,10 +81,13 @@ pub struct TeacherConfig {
     pub attempts: usize,
     /// Share of each generation's self-play positions sent to the engine.
     pub share: f64,
-    /// Share of the training samples drawn from the teacher's labels at generation 1 (0.75:
-    /// since the labels carry their game's history, 0.75 beat 0.5 in the same hour,
-    /// docs/METHODS.md §9).
+    /// Share of the training samples drawn from the teacher's labels at generation 1
+    /// (docs/METHODS.md §9 gives the measurement behind the default).
     pub weight: f64,
+    /// Training labels drawn from: the newest this many (each label takes about half a
+    /// kilobyte in memory, so the default bounds the labels near 250 MB; it is as large as the
+    /// replay window's largest size, `[window] max_positions`).
+    pub window: usize,
     /// The weight is multiplied by this each generation (1: constant).
     pub decay: f64,
     /// Temperature of the softmax over the moves' expected scores (the policy target).
@@ -106,6 +115,7 @@ impl Default for TeacherConfig {
             attempts: 3,
             share: 0.25,
             weight: 0.75,
+            window: 500_000,
             decay: 1.0,
             temperature: f64::from(cfzero_trainer::source::teacher::DEFAULT_TEMPERATURE),
         }
@@ -143,6 +153,7 @@ impl TeacherConfig {
         InvalidSetting::at_least("attempts", self.attempts as u64, 1)?;
         InvalidSetting::in_range("share", self.share, 0.0, true, 1.0)?;
         InvalidSetting::in_range("weight", self.weight, 0.0, false, 1.0)?;
+        InvalidSetting::at_least("window", self.window as u64, 1)?;
         InvalidSetting::in_range("decay", self.decay, 0.0, true, 1.0)?;
         InvalidSetting::in_range("temperature", self.temperature, 0.0, true, f64::INFINITY)
     }
@@ -157,51 +168,16 @@ pub struct RunConfig {
     /// Training steps per generation (when `sample_reuse` is 0).
     pub steps_per_generation: u64,
     /// Sample reuse: when above 0, each generation trains
-    /// `ceil(sample_reuse * new trainable positions / batch_size)` steps, so that every new
-    /// training position is seen about this many times while it is new, however many
-    /// positions the generation's games happened to have (as Lc0 and KataGo balance the
-    /// trainer against the games).
+    /// `ceil(sample_reuse * new trainable positions / (batch_size * window share))` steps, so
+    /// that every new training position is seen about this many times while it is new,
+    /// however many positions the generation's games happened to have and whatever share of
+    /// the batches a teacher's labels take (as Lc0 and KataGo balance the trainer against the
+    /// games).
     pub sample_reuse: f64,
-    /// Evaluate every this many generations (0: never).
-    pub eval_every: u32,
-    /// Openings of the evaluation matches (each played with both colours).
-    pub eval_openings: Option<std::path::PathBuf>,
-    /// Openings drawn from that file per evaluation match.
-    pub eval_openings_count: usize,
-    /// Simulations per move of the nets in evaluation matches.
-    pub eval_simulations: u32,
-    /// The anchor the in-run evaluation plays: a UCI engine's command line (a bare program
-    /// name is looked for on `PATH`, then in `/usr/games`); empty: the built-in 1-ply
-    /// material-greedy mover. An engine at a fixed level does not saturate as the greedy
-    /// mover does once the net beats it every game.
-    pub eval_engine: String,
-    /// UCI options of the anchor engine, each sent only where the engine offers it. The
-    /// default is the documented reference, Stockfish's weakest level on one thread.
-    pub eval_engine_options: std::collections::BTreeMap<String, String>,
-    /// Nodes a move of the anchor engine.
-    pub eval_engine_nodes: u64,
     /// Random seed of the run.
     pub seed: u64,
-    /// Largest batch the inference thread runs.
-    pub max_batch: usize,
     /// Threads libtorch may use for training (0: its default, one per core).
     pub torch_threads: usize,
-    /// Threads libtorch may use in the inference thread of self-play and evaluation (0: its
-    /// default). The actor threads need cores too: more threads than free cores make
-    /// libtorch's OpenMP workers spin-wait for each other, which costs far more than it gains.
-    pub inference_threads: usize,
-    /// Inference servers of self-play, each a thread with its own copy of the net and
-    /// `inference_threads` libtorch threads; actor `a` uses server `a mod inference_servers`.
-    /// On a CPU, one single-threaded server per core evaluates more than one server whose
-    /// libtorch threads synchronise on every small kernel.
-    pub inference_servers: usize,
-    /// Precision of the self-play and evaluation nets: `auto` (bf16 where the device computes
-    /// it natively, else f32), `f32` or `bf16` (see `cfzero_network::precision`).
-    pub inference_precision: Precision,
-    /// Backend of the self-play and evaluation nets: `auto` (the native pass for f32 on a
-    /// CPU, else libtorch), `tch`, `native` or `material` (see
-    /// `cfzero_network::backend::BackendChoice`).
-    pub backend: BackendChoice,
 }
 
 impl Default for RunConfig {
@@ -210,23 +186,8 @@ impl Default for RunConfig {
             games_per_generation: 64,
             steps_per_generation: 100,
             sample_reuse: 0.0,
-            eval_every: 1,
-            eval_openings: None,
-            eval_openings_count: 10,
-            eval_simulations: 32,
-            eval_engine: String::new(),
-            eval_engine_options: [("Skill Level", "0"), ("Threads", "1"), ("Hash", "16")]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            eval_engine_nodes: 100,
             seed: 1,
-            max_batch: cfzero_network::inference::DEFAULT_MAX_BATCH,
             torch_threads: 0,
-            inference_threads: 1,
-            inference_servers: 1,
-            inference_precision: Precision::Auto,
-            backend: BackendChoice::Auto,
         }
     }
 }
@@ -237,21 +198,121 @@ impl RunConfig {
         set_torch_threads(self.torch_threads);
     }
 
+    /// Checks the `[run]` table's ranges: a generation needs a game.
+    fn validate(&self) -> std::result::Result<(), InvalidSetting> {
+        InvalidSetting::at_least("games_per_generation", self.games_per_generation as u64, 1)?;
+        let reuse = self.sample_reuse;
+        InvalidSetting::in_range("sample_reuse", reuse, 0.0, false, f64::INFINITY)
+    }
+}
+
+/// The `[eval]` table: the evaluation match `cfzero train` plays every few generations, and
+/// the simulations and openings `ladder` takes from a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvalConfig {
+    /// Evaluate every this many generations (0: never).
+    pub every: u32,
+    /// Openings of the evaluation matches (each played with both colours).
+    pub openings: Option<std::path::PathBuf>,
+    /// Openings drawn from that file per evaluation match.
+    pub openings_count: usize,
+    /// Simulations per move of the nets in evaluation matches.
+    pub simulations: u32,
+    /// The anchor the in-run evaluation plays: a UCI engine's command line (a bare program
+    /// name is looked for on `PATH`, then in `/usr/games`); empty: the built-in 1-ply
+    /// material-greedy mover. An engine at a fixed level does not saturate as the greedy
+    /// mover does once the net beats it every game.
+    pub engine: String,
+    /// UCI options of the anchor engine, each sent only where the engine offers it. The
+    /// default is the documented reference, Stockfish's weakest level on one thread.
+    pub engine_options: std::collections::BTreeMap<String, String>,
+    /// Nodes a move of the anchor engine.
+    pub engine_nodes: u64,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        EvalConfig {
+            every: 1,
+            openings: None,
+            openings_count: 10,
+            simulations: 32,
+            engine: String::new(),
+            engine_options: [("Skill Level", "0"), ("Threads", "1"), ("Hash", "16")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            engine_nodes: 100,
+        }
+    }
+}
+
+impl EvalConfig {
+    /// Checks the `[eval]` table's ranges.
+    fn validate(&self) -> std::result::Result<(), InvalidSetting> {
+        InvalidSetting::at_least("openings_count", self.openings_count as u64, 1)?;
+        InvalidSetting::at_least("simulations", self.simulations.into(), 1)?;
+        InvalidSetting::at_least("engine_nodes", self.engine_nodes, 1)
+    }
+}
+
+/// The `[inference]` table: how the nets of self-play and of the in-run evaluation are served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InferenceConfig {
+    /// Largest batch an inference server runs; `"auto"` (0): sized to the machine
+    /// ([`crate::sizing`]).
+    #[serde(with = "cfzero_settings::auto")]
+    pub max_batch: usize,
+    /// Threads libtorch may use in each inference server (0: its default). The actor threads
+    /// need cores too: more threads than free cores make libtorch's OpenMP workers spin-wait
+    /// for each other, which costs far more than it gains.
+    pub threads: usize,
+    /// Inference servers of self-play, each a thread with its own copy of the net and
+    /// `threads` libtorch threads; actor `a` uses server `a mod servers`. On a CPU, one
+    /// single-threaded server per core evaluates more than one server whose libtorch threads
+    /// synchronise on every small kernel. `"auto"` (0): sized to the machine
+    /// ([`crate::sizing`]).
+    #[serde(with = "cfzero_settings::auto")]
+    pub servers: usize,
+    /// Precision of the nets: `auto` (bf16 where the device computes it natively, else f32),
+    /// `f32` or `bf16` (see `cfzero_network::precision`).
+    pub precision: Precision,
+    /// Backend of the nets: `auto` (the native pass for f32 on a CPU, else libtorch), `tch`,
+    /// `native` or `material` (see `cfzero_network::backend::BackendChoice`).
+    pub backend: BackendChoice,
+}
+
+impl Default for InferenceConfig {
+    fn default() -> Self {
+        InferenceConfig {
+            max_batch: 0,
+            threads: 1,
+            servers: 0,
+            precision: Precision::Auto,
+            backend: BackendChoice::Auto,
+        }
+    }
+}
+
+impl InferenceConfig {
     /// Makes libtorch use the inference thread count; call it before an inference thread
     /// starts (a new thread takes the count that is set when it first runs the net).
-    pub fn use_inference_threads(&self) {
-        set_torch_threads(self.inference_threads);
+    pub fn use_threads(&self) {
+        set_torch_threads(self.threads);
     }
 
-    /// The options of a self-play or evaluation inference server on `device`: the run's
-    /// `max_batch`, precision and backend ([`inference_options`]).
-    pub fn inference_options(&self, device: Device) -> InferenceOptions {
-        inference_options(
-            self.inference_precision,
-            self.backend,
-            device,
-            self.max_batch,
-        )
+    /// The options of a self-play or evaluation inference server on `device`: the table's
+    /// `max_batch` (sized by [`crate::sizing::size`]; one left to `auto` and never sized
+    /// serves at [`cfzero_network::inference::DEFAULT_MAX_BATCH`]), precision and backend
+    /// ([`inference_options`]).
+    pub fn options(&self, device: Device) -> InferenceOptions {
+        let max_batch = match self.max_batch {
+            0 => cfzero_network::inference::DEFAULT_MAX_BATCH,
+            n => n,
+        };
+        inference_options(self.precision, self.backend, device, max_batch)
     }
 }
 
@@ -306,20 +367,38 @@ pub fn set_torch_threads(n: usize) {
 
 impl Config {
     /// Reads and validates a config file; any problem is a one-line [`crate::error::UserError`]
-    /// naming the file, and the key and line where it can.
+    /// naming the file, and the key and line where it can. A key in its old place is read
+    /// from there, with a one-line notice on stderr naming its new place (once per process).
     pub fn load(path: &Path) -> Result<Config> {
+        static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let text = std::fs::read_to_string(path)
             .map_err(|e| user_error(format!("cannot read config {}: {e}", path.display())))?;
-        Self::parse(&text).map_err(|msg| user_error(format!("config {}: {msg}", path.display())))
+        let (config, moved) = Self::parse_with_notices(&text)
+            .map_err(|msg| user_error(format!("config {}: {msg}", path.display())))?;
+        for notice in moved {
+            let notice = format!("config {}: {notice}", path.display());
+            if let Ok(mut said) = SAID.lock()
+                && !said.contains(&notice)
+            {
+                eprintln!("{notice}");
+                said.push(notice);
+            }
+        }
+        Ok(config)
     }
 
     /// Parses config text; the error is one line with the line number where it can.
+    #[cfg(test)]
     pub fn parse(text: &str) -> std::result::Result<Config, ConfigTextError> {
-        Self::parse_text(text).map_err(ConfigTextError)
+        Self::parse_with_notices(text).map(|(config, _)| config)
     }
 
-    fn parse_text(text: &str) -> std::result::Result<Config, String> {
-        let config = toml::from_str::<Config>(text).map_err(|e| {
+    /// [`Config::parse`], with a notice for each key read from its old place
+    /// ([`MOVED_KEYS`]).
+    pub fn parse_with_notices(
+        text: &str,
+    ) -> std::result::Result<(Config, Vec<String>), ConfigTextError> {
+        let at_line = |e: toml::de::Error| {
             let msg = e.message().trim().replace('\n', " ");
             match e.span() {
                 Some(span) => {
@@ -328,15 +407,76 @@ impl Config {
                 }
                 None => msg,
             }
-        })?;
-        config.validate().map_err(|e| e.describe(text))?;
-        Ok(config)
+        };
+        let mut table =
+            toml::from_str::<toml::Table>(text).map_err(|e| ConfigTextError(at_line(e)))?;
+        let moved = move_old_keys(&mut table).map_err(ConfigTextError)?;
+        let config = if moved.is_empty() {
+            toml::from_str::<Config>(text).map_err(at_line)
+        } else {
+            // The moved table has no lines of the text: its errors name the key alone.
+            toml::Value::Table(table)
+                .try_into::<Config>()
+                .map_err(|e| e.message().trim().replace('\n', " "))
+        }
+        .map_err(ConfigTextError)?;
+        config
+            .validate()
+            .map_err(|e| ConfigTextError(e.describe(text)))?;
+        Ok((config, moved))
     }
 
     /// The config as TOML text, as it would be frozen into a run directory.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("a Config always serialises to TOML")
     }
+}
+
+/// Keys that `[run]` held before the in-run evaluation and inference serving had tables of
+/// their own: `(old key in [run], new table, new key)`. A config that writes one in its old
+/// place is read as if it were in the new one.
+pub const MOVED_KEYS: [(&str, &str, &str); 12] = [
+    ("eval_every", "eval", "every"),
+    ("eval_openings", "eval", "openings"),
+    ("eval_openings_count", "eval", "openings_count"),
+    ("eval_simulations", "eval", "simulations"),
+    ("eval_engine", "eval", "engine"),
+    ("eval_engine_options", "eval", "engine_options"),
+    ("eval_engine_nodes", "eval", "engine_nodes"),
+    ("max_batch", "inference", "max_batch"),
+    ("inference_threads", "inference", "threads"),
+    ("inference_servers", "inference", "servers"),
+    ("inference_precision", "inference", "precision"),
+    ("backend", "inference", "backend"),
+];
+
+/// Moves the [`MOVED_KEYS`] that `doc`'s `[run]` writes to their tables; returns a notice for
+/// each. A key written in both places is an error: neither can be said to win.
+fn move_old_keys(doc: &mut toml::Table) -> std::result::Result<Vec<String>, String> {
+    let mut notices = Vec::new();
+    for (old, table, key) in MOVED_KEYS {
+        let Some(value) = doc
+            .get_mut("run")
+            .and_then(toml::Value::as_table_mut)
+            .and_then(|run| run.remove(old))
+        else {
+            continue;
+        };
+        let target = doc
+            .entry(table)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let Some(target) = target.as_table_mut() else {
+            return Err(format!("`{table}` must be a table"));
+        };
+        if target.contains_key(key) {
+            return Err(format!(
+                "[run] {old} and [{table}] {key} are the same setting; write it once, as [{table}] {key}"
+            ));
+        }
+        target.insert(key.to_string(), value);
+        notices.push(format!("[run] {old} is now [{table}] {key}; read as such"));
+    }
+    Ok(notices)
 }
 
 /// Why a config text is not a valid config, on one line, with the line of the text where it
@@ -399,27 +539,13 @@ impl Config {
             ("window", self.window.validate()),
             ("train", self.train.validate()),
             ("run", self.run.validate()),
+            ("eval", self.eval.validate()),
             ("teacher", self.teacher.validate()),
         ];
         for (table, result) in tables {
             result.map_err(|e| InvalidConfig::new(table, e))?;
         }
         Ok(())
-    }
-}
-
-impl RunConfig {
-    /// Checks the `[run]` table's ranges: a generation needs a game, and the inference
-    /// thread a batch of at least one position.
-    fn validate(&self) -> std::result::Result<(), InvalidSetting> {
-        InvalidSetting::at_least("games_per_generation", self.games_per_generation as u64, 1)?;
-        let reuse = self.sample_reuse;
-        InvalidSetting::in_range("sample_reuse", reuse, 0.0, false, f64::INFINITY)?;
-        InvalidSetting::at_least("eval_openings_count", self.eval_openings_count as u64, 1)?;
-        InvalidSetting::at_least("eval_simulations", self.eval_simulations.into(), 1)?;
-        InvalidSetting::at_least("eval_engine_nodes", self.eval_engine_nodes, 1)?;
-        InvalidSetting::at_least("max_batch", self.max_batch as u64, 1)?;
-        InvalidSetting::at_least("inference_servers", self.inference_servers as u64, 1)
     }
 }
 
@@ -449,6 +575,39 @@ fn key_line(text: &str, table: &str, key: &str) -> Option<usize> {
 mod tests {
     use super::*;
     use cfzero_network::optim::schedule::LrSchedule;
+
+    /// A config written before `[eval]` and `[inference]` existed reads as it always did, each
+    /// moved key with a notice naming its new place; a key in both places is refused.
+    #[test]
+    fn old_run_keys_are_read_in_their_new_place_with_a_notice() {
+        let micro = include_str!("../configs/micro.toml");
+        let network = &micro[..micro.find("\n[search]").expect("micro.toml has [search]")];
+        let old = format!(
+            "{network}\n[run]\nseed = 3\neval_every = 5\neval_engine = \"sf\"\n\
+             eval_engine_options = {{ Threads = \"2\" }}\ninference_servers = 3\n\
+             backend = \"native\"\n"
+        );
+        let (config, notices) = Config::parse_with_notices(&old).unwrap();
+        assert_eq!(config.run.seed, 3);
+        assert_eq!((config.eval.every, config.eval.engine.as_str()), (5, "sf"));
+        assert_eq!(config.eval.engine_options.len(), 1);
+        assert_eq!(config.eval.engine_options["Threads"], "2");
+        assert_eq!(config.inference.servers, 3);
+        assert_eq!(config.inference.backend, BackendChoice::Native);
+        assert_eq!(notices.len(), 5, "{notices:?}");
+        let said = |n: &str| notices.iter().any(|x| x == n);
+        assert!(said("[run] eval_every is now [eval] every; read as such"));
+        assert!(said(
+            "[run] inference_servers is now [inference] servers; read as such"
+        ));
+        // The new layout reads the same, without a notice; what it writes is the new layout.
+        let (again, none) = Config::parse_with_notices(&config.to_toml()).unwrap();
+        assert_eq!((again, none.len()), (config, 0));
+
+        let both = format!("{network}\n[run]\neval_every = 5\n[eval]\nevery = 2\n");
+        let err = Config::parse(&both).unwrap_err().to_string();
+        assert!(err.contains("[run] eval_every and [eval] every"), "{err}");
+    }
 
     /// A key left out takes its type's default whether its table is written or not, so
     /// `[train]` with one key means the defaults plus that key.

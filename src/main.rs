@@ -9,6 +9,7 @@ mod fuzz_tests;
 mod malloc;
 mod plot;
 mod run;
+mod sizing;
 mod uci;
 
 use anyhow::Result;

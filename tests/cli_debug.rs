@@ -128,11 +128,20 @@ fn bad_fen_and_moves_are_one_line_errors() {
     );
 }
 
+/// `cfzero info --config` on a machine of `cores` cores (`CFZERO_CORES`).
+fn info_on_cores(config: &str, cores: usize) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cfzero"))
+        .args(["info", "--config", config])
+        .env("CFZERO_CORES", cores.to_string())
+        .output()
+        .expect("cfzero runs")
+}
+
 /// `cfzero info --config` says what each command uses: tiny's three simulation counts, its
-/// cache, and the inference settings.
+/// cache, and the inference settings sized to the machine (two cores here).
 #[test]
 fn info_says_what_each_command_uses() {
-    let out = cfzero(&["info", "--config", "configs/tiny.toml"]);
+    let out = info_on_cores("configs/tiny.toml", 2);
     assert!(
         out.status.success(),
         "{}",
@@ -140,8 +149,9 @@ fn info_says_what_each_command_uses() {
     );
     let text = stdout(&out);
     for line in [
+        "# self-play: 2 actor(s) x 32 games in flight, 2 inference server(s), batches of up to 256 (auto for 2 cores, CPU)",
         "# self-play (train, selfplay): 32 simulations a move (8 cheap, 40% full searches), an evaluation cache of 65536 positions an actor, 2 actors",
-        "# in-run evaluation and ladder: 16 simulations a move ([run] eval_simulations), every 6 generation(s)",
+        "# in-run evaluation and ladder: 16 simulations a move ([eval] simulations), every 6 generation(s)",
         "# match, puzzles, uci, bench learn's matches (--config): 64 simulations a move ([search] simulations), no root noise; evaluation cache 65536 positions (uci 262144)",
     ] {
         assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
@@ -151,6 +161,33 @@ fn info_says_what_each_command_uses() {
             .any(|l| l.starts_with("# self-play's nets: backend auto -> ")
                 && l.ends_with("batches of up to 256, 2 server(s) of 1 thread(s)")),
         "{text}"
+    );
+}
+
+/// The counts tiny leaves to `auto` follow the cores; those a config sets (micro's one actor,
+/// batches of 64) stay.
+#[test]
+fn auto_counts_are_sized_to_the_cores() {
+    let line = |config: &str, cores: usize| {
+        let out = info_on_cores(config, cores);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout(&out)
+            .lines()
+            .find(|l| l.starts_with("# self-play: "))
+            .unwrap_or_else(|| panic!("no sizing line for {config}"))
+            .to_owned()
+    };
+    assert_eq!(
+        line("configs/tiny.toml", 16),
+        "# self-play: 16 actor(s) x 32 games in flight, 16 inference server(s), batches of up to 256 (auto for 16 cores, CPU)"
+    );
+    assert_eq!(
+        line("configs/micro.toml", 16),
+        "# self-play: 1 actor(s) x 4 games in flight, 1 inference server(s), batches of up to 64 (auto for 16 cores, CPU)"
     );
 }
 

@@ -24,7 +24,7 @@ fn micro_with_book(dir: &Path, book: &Path) -> std::path::PathBuf {
     micro_with(
         &dir.join("micro.toml"),
         &[
-            ("eval_every = 1", "eval_every = 0"),
+            ("every = 1", "every = 0"),
             (
                 "max_plies = 40",
                 &format!("max_plies = 40\nopenings = {:?}", book.to_str().unwrap()),

@@ -85,7 +85,7 @@ fn zero_simulations_are_rejected_in_every_table() {
     bad_value("search", "simulations", "0", "at least 1");
     bad_value("selfplay", "simulations", "0", "at least 1");
     bad_value("selfplay", "cheap_simulations", "0", "at least 1");
-    bad_value("run", "eval_simulations", "0", "at least 1");
+    bad_value("eval", "simulations", "0", "at least 1");
 }
 
 #[test]
@@ -120,9 +120,20 @@ fn search_and_training_constants_must_be_finite() {
     bad_value("train", "capped_q_ratio", "1.5", "[0, 1]");
     bad_value("train", "loader_threads", "0", "at least 1");
     bad_value("selfplay", "resign_threshold", "-2.0", "[-1, 1]");
-    bad_value("selfplay", "actors", "0", "at least 1");
-    bad_value("run", "max_batch", "0", "at least 1");
     bad_value("run", "games_per_generation", "0", "at least 1");
+}
+
+/// A count the machine may size takes a whole number or "auto", and nothing else.
+#[test]
+fn a_count_is_a_whole_number_or_auto() {
+    let tmp = tempfile::tempdir().unwrap();
+    for value in ["\"many\"", "-2"] {
+        let (path, line) = micro_edit(tmp.path(), "selfplay", "actors", value);
+        rejected(
+            &path,
+            &[&format!("line {line}:"), "a whole number or \"auto\""],
+        );
+    }
 }
 
 #[test]

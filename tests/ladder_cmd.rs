@@ -58,7 +58,7 @@ fn a_run_gets_a_rating_per_generation_and_a_plot() {
     let run = tmp.path().join("run");
     let config = micro_with(
         &tmp.path().join("micro.toml"),
-        &[("eval_every = 1", "eval_every = 0")],
+        &[("every = 1", "every = 0")],
     );
     train_run(&config, &run, 2, &[]);
 

@@ -263,7 +263,7 @@ fn a_net_against_itself_scores_exactly_half() {
 }
 
 /// One resolver sets a net's simulations: `--a-sims` when given, else the `--config`'s
-/// `[search] simulations` (micro: 8), else 64.
+/// `[search] simulations` (micro: 8), else that table's default.
 #[test]
 fn a_nets_simulations_come_from_the_flag_the_config_or_the_default() {
     let tmp = tempfile::tempdir().unwrap();
@@ -283,7 +283,8 @@ fn a_nets_simulations_come_from_the_flag_the_config_or_the_default() {
         args.extend_from_slice(extra);
         match_json(&args)["a"].as_str().unwrap().to_owned()
     };
-    assert_eq!(label(&[]), "micro (64 sims)");
+    let default = cfzero_mcts::SearchConfig::default().simulations;
+    assert_eq!(label(&[]), format!("micro ({default} sims)"));
     assert_eq!(
         label(&["--config", config.to_str().unwrap()]),
         "micro (8 sims)"

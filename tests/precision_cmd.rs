@@ -1,5 +1,5 @@
 //! The inference precision reaches every command that evaluates a net: `train` (self-play and
-//! evaluation, from `[run] inference_precision`), `ladder`, `match`, `puzzles`, `uci` (flag and
+//! evaluation, from `[inference] precision`), `ladder`, `match`, `puzzles`, `uci` (flag and
 //! `Precision` option) and `bench nn`. `CFZERO_CPU_BF16` simulates the CPU check both ways:
 //! `1` takes the bf16 path on any machine, `0` makes a bf16 request fall back to f32 with a
 //! notice.
@@ -40,10 +40,7 @@ fn stderr_has(out: &Output, text: &str) {
 fn bf16_run(dir: &Path, cpu_bf16: &str) -> (PathBuf, Output) {
     let config = micro_with(
         &dir.join("micro.toml"),
-        &[(
-            "eval_every = 1",
-            "eval_every = 1\ninference_precision = \"bf16\"",
-        )],
+        &[("max_batch = 64", "max_batch = 64\nprecision = \"bf16\"")],
     );
     let run_dir = dir.join("run");
     let out = run_with(

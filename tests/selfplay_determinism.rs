@@ -3,7 +3,7 @@
 //! the inference thread): two runs of the same config write byte-identical game records.
 //!
 //! This rests on a position's evaluation not depending on the other positions of its forward
-//! pass, which holds on the CPU with one libtorch thread for inference (`inference_threads =
+//! pass, which holds on the CPU with one libtorch thread for inference (`[inference] threads =
 //! 1`, the default). With more threads, libtorch splits the sums of a linear layer over a
 //! batch of a few rows across threads, and such a batch rounds differently from a larger one.
 //! The native backend holds it by construction (a position's products never mix with
@@ -24,13 +24,14 @@ fn config(dir: &Path, name: &str, seed: u64, backend: &str) -> PathBuf {
         &dir.join(name),
         &[
             ("actors = 1", "actors = 1"), // (asserts that micro has one actor)
-            ("eval_every = 1", "eval_every = 0"),
+            ("every = 1", "every = 0"),
             ("steps_per_generation = 4", "steps_per_generation = 1"),
+            ("seed = 7", &format!("seed = {seed}")),
             (
-                "seed = 7",
+                "max_batch = 64",
                 // f32: libtorch and the native pass agree to 1e-4 there; in bf16 (a CPU
                 // with AVX-512 BF16 under `auto`) they round differently.
-                &format!("seed = {seed}\nbackend = \"{backend}\"\ninference_precision = \"f32\""),
+                &format!("max_batch = 64\nbackend = \"{backend}\"\nprecision = \"f32\""),
             ),
         ],
     )

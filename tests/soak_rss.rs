@@ -71,7 +71,7 @@ fn soak(config: &std::path::Path, seconds: u64, every: Duration) {
 
 /// The short form, in the normal suite: two minutes of `micro` with a replay window of 600
 /// positions, so that it is full (and memory should be flat) after a few generations, and
-/// without the in-run evaluation: with one every generation (micro's `eval_every = 1`) RSS
+/// without the in-run evaluation: with one every generation (micro's `[eval] every = 1`) RSS
 /// rose by about 1.8 MiB per evaluation for the whole two minutes (docs/history/benchmarks-2026-11.md, "Memory"),
 /// which the long form, evaluation included, is there to follow.
 #[test]
@@ -81,7 +81,7 @@ fn memory_stays_flat_over_two_minutes() {
         &tmp.path().join("micro.toml"),
         &[
             ("max_positions = 10000", "max_positions = 600"),
-            ("eval_every = 1", "eval_every = 1000000"),
+            ("every = 1", "every = 1000000"),
         ],
     );
     soak(&config, 120, Duration::from_secs(2));

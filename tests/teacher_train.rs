@@ -20,9 +20,12 @@ use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Move, Position, Role};
 
-/// `micro.toml` with a `[teacher]` table that sends every self-play position to the engine.
+/// `micro.toml` with a `[teacher]` table that sends every self-play position to the engine,
+/// and every fourth game held out (so that three generations have held-out games).
 fn config(dir: &Path) -> PathBuf {
-    let mut text = std::fs::read_to_string(micro_config()).unwrap();
+    let mut text = std::fs::read_to_string(micro_config())
+        .unwrap()
+        .replace("[window]\n", "[window]\nvalidation_share = 0.25\n");
     text.push_str("\n[teacher]\nshare = 1.0\nweight = 0.5\nprocesses = 1\nnodes = 1\n");
     let path = dir.join("teacher.toml");
     std::fs::write(&path, text).unwrap();
@@ -213,14 +216,35 @@ fn train_labels_its_positions_beside_self_play_and_learns_from_them() {
     assert!(at("teacher/labels", 3) >= 1.0);
     let agreement = at("teacher/agreement", 3);
     assert!((0.0..=1.0).contains(&agreement), "{agreement}");
+    // The labels of held-out games are in files of their own, which say so.
+    let held: Vec<PathBuf> = files_under(&run.join("teacher"))
+        .into_iter()
+        .filter(|f| {
+            let split = LabelReader::open(f).unwrap().header().split;
+            split == Some(cfzero_teacher::label_file::LabelSplit::HeldOut)
+        })
+        .collect();
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert!(held[0].ends_with("held-out-01.cfl"), "{held:?}");
+    assert!(
+        LabelReader::open(&held[0])
+            .unwrap()
+            .next_entry()
+            .unwrap()
+            .is_some()
+    );
     assert!(at("teacher/labels_per_second", 3) > 0.0);
 
-    // A resumed run appends to the same label file and keeps what it had. It plays two
+    // A resumed run appends to the same label files and keeps what it had. It plays two
     // generations: the positions of the first are labelled while the second plays (the feed
     // is held while training, and a stop drops what is still waiting).
     train_with_teacher(tmp.path(), &run, 5, &[], &["--resume"]);
     let files = files_under(&run.join("teacher"));
-    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        files.len(),
+        2,
+        "the training and the held-out file: {files:?}"
+    );
     let resumed = labels(&run).len();
     assert!(resumed > before);
 

@@ -16,9 +16,9 @@ fn the_run_plays_the_engine_it_names_and_draws_the_curve() {
     let config = micro_with(
         &tmp.path().join("micro.toml"),
         &[(
-            "eval_every = 1",
-            "eval_every = 1\neval_engine_nodes = 7\n\
-             eval_engine_options = { Pick = \"last\", \"Skill Level\" = \"0\" }",
+            "every = 1",
+            "every = 1\nengine_nodes = 7\n\
+             engine_options = { Pick = \"last\", \"Skill Level\" = \"0\" }",
         )],
     );
     let engine = pick_engine();

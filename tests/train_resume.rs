@@ -109,7 +109,7 @@ fn resume_after_sigkill_loses_nothing() {
     // Micro without the evaluation matches, which take most of a micro generation's time.
     let config = micro_with(
         &tmp.path().join("micro.toml"),
-        &[("eval_every = 1", "eval_every = 0")],
+        &[("every = 1", "every = 0")],
     );
     let net_config = network_config(&config);
 

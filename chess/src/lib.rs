@@ -9,6 +9,7 @@ mod error;
 mod history;
 mod material;
 mod repetition;
+pub mod result;
 mod terminal;
 mod zobrist;
 
@@ -19,6 +20,7 @@ use shakmaty::{Board, Castles, CastlingMode, Chess, Color, EnPassantMode, Move, 
 pub use error::ChessError;
 pub use history::{HISTORY_STEPS, HistoryFill};
 pub use material::{PAWNS_PER_UNIT, material_balance, material_value, piece_value};
+pub use result::{GameResult, Termination};
 pub use terminal::TerminalReason;
 
 use history::{FenStart, Step};

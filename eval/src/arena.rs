@@ -16,7 +16,7 @@ use shakmaty::{Color, Move};
 use crate::elo::ScoreSample;
 pub use crate::greedy::GreedyPlayer;
 use crate::uci_client::UciClientError;
-use cfzero_selfplay::{GameResult, Termination};
+use cfzero_chess::{GameResult, Termination};
 
 /// Why a match could not be played.
 #[derive(Debug, thiserror::Error)]

@@ -2,8 +2,9 @@
 //! over many concurrent games ([`arena`]) with the players that are not a net (random,
 //! [`greedy`], a UCI engine through [`uci_client`]), the match statistics (Elo with intervals,
 //! SPRT: [`elo`]), ratings of a run's generations from their pairwise results ([`ratings`]),
-//! and puzzle solving ([`puzzles`]). Self-play's crate (`cfzero-selfplay`) holds the game
-//! results these score; the search players come from `cfzero-mcts`.
+//! and puzzle solving ([`puzzles`]). The game results these score are the chess crate's
+//! (`cfzero_chess::result`), which self-play records too; the search players come from
+//! `cfzero-mcts`.
 
 pub mod arena;
 pub mod elo;

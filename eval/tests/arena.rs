@@ -2,10 +2,10 @@
 //! right results, early stop, and the statistics units.
 
 use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
+use cfzero_chess::{GameResult, Termination};
 use cfzero_eval::arena::{
     ArenaGame, MatchOptions, MatchScore, RandomPlayer, run_match, score_sample,
 };
-use cfzero_selfplay::{GameResult, Termination};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

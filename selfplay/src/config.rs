@@ -9,9 +9,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SelfplayConfig {
-    /// Actor threads, each playing `games_per_actor` games at once.
+    /// Actor threads, each playing `games_per_actor` games at once; `"auto"` (0): sized to
+    /// the machine (`cfzero info --config` shows the choice).
+    #[serde(with = "cfzero_settings::auto")]
     pub actors: usize,
-    /// Games each actor keeps in flight (their leaves are batched together).
+    /// Games each actor keeps in flight (their leaves are batched together); `"auto"` (0):
+    /// sized to the machine.
+    #[serde(with = "cfzero_settings::auto")]
     pub games_per_actor: usize,
     /// Simulations of a full search (a training position).
     pub simulations: u32,
@@ -48,8 +52,8 @@ pub struct SelfplayConfig {
 impl Default for SelfplayConfig {
     fn default() -> Self {
         SelfplayConfig {
-            actors: 1,
-            games_per_actor: 32,
+            actors: 0,
+            games_per_actor: 0,
             simulations: 64,
             full_search_fraction: 0.25,
             cheap_simulations: 16,
@@ -71,8 +75,6 @@ impl SelfplayConfig {
     /// searches would leave the learner waiting forever for training positions, and a cheap
     /// search with more simulations than a full one inverts playout cap randomisation.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
-        InvalidSetting::at_least("actors", self.actors as u64, 1)?;
-        InvalidSetting::at_least("games_per_actor", self.games_per_actor as u64, 1)?;
         InvalidSetting::at_least("simulations", self.simulations.into(), 1)?;
         InvalidSetting::at_least("cheap_simulations", self.cheap_simulations.into(), 1)?;
         if self.cheap_simulations > self.simulations {

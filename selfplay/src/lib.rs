@@ -1,7 +1,8 @@
 //! Self-play for cfzero, without libtorch: actors that play many games at once, game records
 //! and their results, opening books, training targets, resignation, the replay window on disk
 //! and PGN output. What plays and scores finished nets (matches, the UCI client, Elo, SPRT,
-//! ladder ratings, puzzles) is the `cfzero-eval` crate, which reads the results from here.
+//! ladder ratings, puzzles) is the `cfzero-eval` crate; the two share how a game ended through
+//! the chess crate (`cfzero_chess::result`), and neither depends on the other.
 
 pub mod actor;
 pub mod config;
@@ -10,7 +11,8 @@ pub mod pgn;
 pub mod record;
 pub mod replay;
 pub mod resign;
-pub mod result;
+/// How a game ended, as the chess crate defines it for self-play and matches alike.
+pub use cfzero_chess::result;
 pub mod targets;
 pub mod window;
 

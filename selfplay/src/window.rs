@@ -146,6 +146,15 @@ pub struct ReplayWindow {
     loaded_files: HashSet<PathBuf>,
 }
 
+/// A game as it entered the window.
+#[derive(Debug, Clone)]
+pub struct Arrival {
+    /// The game.
+    pub game: Arc<GameRecord>,
+    /// Whether the window holds it out of training (validation only).
+    pub held_out: bool,
+}
+
 /// A file that could not be read and was skipped.
 #[derive(Debug)]
 pub struct SkippedFile {
@@ -170,8 +179,9 @@ impl ReplayWindow {
 
     /// Adds a game (newest) and drops the oldest games beyond the window's size. Every
     /// `1 / validation_share`-th game (by the order of adding, which is the files' name
-    /// order, so a resumed run splits the same way) is held out for validation instead.
-    pub fn add(&mut self, game: Arc<GameRecord>) {
+    /// order, so a resumed run splits the same way) is held out for validation instead;
+    /// returns whether this one was.
+    pub fn add(&mut self, game: Arc<GameRecord>) -> bool {
         let n = game.positions.iter().filter(|p| p.is_trainable()).count();
         let share = self.config.validation_share.clamp(0.0, 1.0);
         let i = self.added as f64;
@@ -179,12 +189,13 @@ impl ReplayWindow {
         if ((i + 1.0) * share).floor() > (i * share).floor() {
             let limit = self.config.validation_positions;
             self.validation.push(game, n, limit);
-            return;
+            return true;
         }
         self.seen += n;
         let limit = self.config.size_after(self.seen);
         // One game always stays, so there is something to sample once anything was added.
         self.train.push(game, n, limit);
+        false
     }
 
     /// Reads record files under `dir` (recursively, in name order with numbers compared by
@@ -198,12 +209,13 @@ impl ReplayWindow {
         self.load_new_files_into(dir, None)
     }
 
-    /// [`ReplayWindow::load_new_files`], also pushing each game added onto `arrived` (for a
-    /// teacher that labels the games as they arrive).
+    /// [`ReplayWindow::load_new_files`], also pushing each game added onto `arrived` with
+    /// the side of the split it went to (for a teacher that labels the games as they arrive,
+    /// whose labels of a held-out game must be held out too).
     pub fn load_new_files_into(
         &mut self,
         dir: &Path,
-        mut arrived: Option<&mut Vec<Arc<GameRecord>>>,
+        mut arrived: Option<&mut Vec<Arrival>>,
     ) -> std::io::Result<(usize, Vec<SkippedFile>)> {
         let files = sorted_record_files(dir)?;
         let mut added = 0;
@@ -216,11 +228,11 @@ impl ReplayWindow {
                 Ok(games) => {
                     added += games.len();
                     for g in games {
-                        let g = Arc::new(g);
+                        let game = Arc::new(g);
+                        let held_out = self.add(game.clone());
                         if let Some(a) = arrived.as_deref_mut() {
-                            a.push(g.clone());
+                            a.push(Arrival { game, held_out });
                         }
-                        self.add(g);
                     }
                     self.loaded_files.insert(path);
                 }

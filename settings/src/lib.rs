@@ -1,6 +1,9 @@
 //! [`InvalidSetting`]: a config setting out of its range, or inconsistent with another. Every
 //! crate that validates its own settings (search, optimiser, self-play, trainer) returns it, so
-//! none of them depends on another for an error type.
+//! none of them depends on another for an error type. [`auto`]: counts a config may leave to
+//! the machine.
+
+pub mod auto;
 
 /// A config setting out of its range, or inconsistent with another: the key (relative to its
 /// table; dotted for a nested table) and why. Callers that know the file add the table's

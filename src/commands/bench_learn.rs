@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::match_cmd::{MatchReport, progress_message};
-use super::net_play::{PLAY_SIMULATIONS, arena_error, play_search, serve_net};
+use super::net_play::{arena_error, play_search, serve_net};
 use super::train::{TrainOutcome, train};
 use crate::config::Config;
 use crate::error::user_error;
@@ -64,7 +64,7 @@ pub struct LearnBenchArgs {
     pub openings: PathBuf,
     /// Simulations per move of the net in the matches (default: the config's
     /// `[search] simulations`, what `cfzero match` and `cfzero uci` play with; the in-run
-    /// evaluation's `run.eval_simulations` is smaller, for speed).
+    /// evaluation's `[eval] simulations` is smaller, for speed).
     #[arg(long)]
     pub sims: Option<u32>,
     /// Match games reaching this many plies are adjudicated a draw.
@@ -133,7 +133,7 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         user_bail!("--games must be at least 1");
     }
     let config = Config::load(&args.config)?;
-    let play = play_search(Some(&args.config), args.sims, PLAY_SIMULATIONS, "--sims")?;
+    let play = play_search(Some(&args.config), args.sims, "--sims")?;
     let sims = play.simulations;
     let openings = read_openings(&args.openings).map_err(user_error)?;
     if openings.is_empty() {
@@ -198,13 +198,13 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
     stop.store(false, Ordering::SeqCst);
 
     let net_path = RunDir::new(&local_dir).net(outcome.generation);
-    config.run.use_inference_threads();
+    config.inference.use_threads();
     let device = args.device.parse()?;
     let handle = serve_net(
         &net_path,
         device,
-        config.run.inference_precision,
-        config.run.backend,
+        config.inference.precision,
+        config.inference.backend,
     )?;
     let label = format!("gen-{:04} ({sims} sims)", outcome.generation);
     let matches = Matches {

@@ -58,7 +58,7 @@ pub struct NnArgs {
     /// cannot run a precision here (native in bf16, or off the CPU) is skipped with a note.
     #[arg(long, value_delimiter = ',', default_value = "tch,native")]
     pub backends: Vec<BackendChoice>,
-    /// libtorch threads (default: the config's `run.inference_threads`; 0 = one per core).
+    /// libtorch threads (default: the config's `[inference] threads`; 0 = one per core).
     #[arg(long)]
     pub threads: Option<usize>,
     /// A trained net to measure (its own shape; default: a fresh net of the config, seeded).
@@ -303,7 +303,7 @@ pub fn run(args: &NnArgs) -> Result<()> {
     if args.seconds.is_nan() || args.seconds <= 0.0 {
         user_bail!("--seconds must be more than 0 (got {})", args.seconds);
     }
-    set_torch_threads(args.threads.unwrap_or(config.run.inference_threads));
+    set_torch_threads(args.threads.unwrap_or(config.inference.threads));
     let support = Bf16Support::detect(device);
     if args.backends.is_empty() {
         user_bail!("--backends: name at least one backend");

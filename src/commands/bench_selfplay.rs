@@ -30,7 +30,7 @@ use cfzero_network::backend::BackendChoice;
 /// Arguments of `cfzero bench selfplay`.
 #[derive(Debug, Args)]
 pub struct SelfplayBenchArgs {
-    /// Config whose `[selfplay]`, `[search]` and `[run]` (and `[network]`, without `--net`)
+    /// Config whose `[selfplay]`, `[search]` and `[inference]` (and `[network]`, without `--net`)
     /// are measured.
     #[arg(long, default_value = "configs/tiny.toml")]
     pub config: PathBuf,
@@ -46,7 +46,7 @@ pub struct SelfplayBenchArgs {
     #[command(flatten)]
     pub device: DeviceFlag,
     /// Backend of the inference servers (auto, tch, native, material), instead of the
-    /// config's `run.backend`.
+    /// config's `[inference] backend`.
     #[arg(long)]
     pub backend: Option<BackendChoice>,
     /// Actor threads, instead of the config's `selfplay.actors` (a GPU wants more than a
@@ -56,7 +56,7 @@ pub struct SelfplayBenchArgs {
     /// Games each actor keeps in flight, instead of `selfplay.games_per_actor`.
     #[arg(long)]
     pub games_per_actor: Option<usize>,
-    /// Inference servers, instead of `run.inference_servers`.
+    /// Inference servers, instead of `[inference] servers`.
     #[arg(long)]
     pub servers: Option<usize>,
     /// Print the report as JSON.
@@ -99,7 +99,7 @@ struct Inference {
 struct NnBound {
     /// Batch size measured: self-play's average batch per server, rounded.
     batch: usize,
-    /// Inference servers measured side by side (`run.inference_servers`).
+    /// Inference servers measured side by side (`[inference] servers`).
     servers: usize,
     /// Their evaluations per second together, at that batch, on real positions with the
     /// copies in and out (see `served_rate`).
@@ -142,7 +142,7 @@ fn make_net(config: &Config, path: Option<&Path>, device: Device) -> Result<Net>
     }
 }
 
-/// Evaluations per second of `run.inference_servers` inference servers with the options
+/// Evaluations per second of `[inference] servers` inference servers with the options
 /// self-play gives them (each with a copy of `net`), each fed batches of `batch` real
 /// positions (the openings, else the start position) by a thread of its own through the
 /// evaluator interface, as actors feed them: the encoding, the channel and the copies in and
@@ -199,7 +199,7 @@ fn served_rate(
 pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
     let mut config = Config::load(&args.config)?;
     if let Some(b) = args.backend {
-        config.run.backend = b;
+        config.inference.backend = b;
     }
     for (flag, value, setting) in [
         ("--actors", args.actors, &mut config.selfplay.actors),
@@ -208,7 +208,7 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
             args.games_per_actor,
             &mut config.selfplay.games_per_actor,
         ),
-        ("--servers", args.servers, &mut config.run.inference_servers),
+        ("--servers", args.servers, &mut config.inference.servers),
     ] {
         match value {
             Some(0) => user_bail!("{flag} must be at least 1"),
@@ -223,6 +223,10 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
         user_bail!("--nn-seconds must be more than 0 (got {})", args.nn_seconds);
     }
     let device = args.device.parse()?;
+    eprintln!(
+        "{}",
+        crate::sizing::size(&mut config, crate::sizing::Machine::detect(device))
+    );
     let openings = match &config.selfplay.openings {
         Some(p) => read_openings(p).map_err(user_error)?,
         None => Vec::new(),
@@ -280,11 +284,11 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
     // The servers' own speed at the batch size self-play reached, fed real positions through
     // the evaluator interface as the actors feed them.
     let batch = (average_batch.round() as usize).max(1);
-    let servers = config.run.inference_servers.max(1);
+    let servers = config.inference.servers.max(1);
     let wait = spinner(format!(
         "measuring {servers} inference server(s) at batch {batch}"
     ));
-    config.run.use_inference_threads();
+    config.inference.use_threads();
     let net = make_net(&config, args.net.as_deref(), device)?;
     let served = served_rate(&config, net, &openings, batch, args.nn_seconds)?;
     wait.finish_and_clear();
@@ -302,7 +306,7 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
             .map_or_else(|| "random".to_string(), |p| p.display().to_string()),
         device: format!("{device:?}"),
         backend: {
-            let options = config.run.inference_options(device);
+            let options = config.inference.options(device);
             options
                 .backend
                 .resolve(device, options.kind)

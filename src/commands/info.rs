@@ -63,18 +63,21 @@ pub fn run(args: &InfoArgs) -> Result<()> {
 /// What each command uses with `config` on this machine's CPU (flags override each line):
 /// the settings the commands resolve, written out so nobody has to know which table is whose.
 fn print_uses(config: &Config) {
-    let (sp, run) = (&config.selfplay, &config.run);
+    let mut config = config.clone();
+    let sizing = crate::sizing::size(&mut config, crate::sizing::Machine::detect(Device::Cpu));
+    let (sp, inference, eval) = (&config.selfplay, &config.inference, &config.eval);
     let (options, notice) = resolve_inference(
-        run.inference_precision,
-        run.backend,
+        inference.precision,
+        inference.backend,
         Device::Cpu,
-        run.max_batch,
+        inference.max_batch,
     );
-    let backend = match run.backend.resolve(Device::Cpu, options.kind) {
+    let backend = match inference.backend.resolve(Device::Cpu, options.kind) {
         Ok(b) => b.to_string(),
         Err(e) => format!("refused: {e}"),
     };
     println!("# what each command uses with this config on this CPU (a flag overrides its line)");
+    println!("# {sizing}");
     println!(
         "# self-play (train, selfplay): {} simulations a move ({} cheap, {:.0}% full searches), \
          an evaluation cache of {} positions an actor, {} actors",
@@ -87,26 +90,26 @@ fn print_uses(config: &Config) {
     println!(
         "# self-play's nets: backend {} -> {backend}, {notice}; batches of up to {}, {} server(s) \
          of {} thread(s)",
-        run.backend, run.max_batch, run.inference_servers, run.inference_threads
+        inference.backend, inference.max_batch, inference.servers, inference.threads
     );
     println!(
-        "# in-run evaluation and ladder: {} simulations a move ([run] eval_simulations), every {} \
+        "# in-run evaluation and ladder: {} simulations a move ([eval] simulations), every {} \
          generation(s)",
-        run.eval_simulations, run.eval_every
+        eval.simulations, eval.every
     );
-    let anchor = if run.eval_engine.trim().is_empty() {
-        "the 1-ply material-greedy mover ([run] eval_engine empty)".to_string()
+    let anchor = if eval.engine.trim().is_empty() {
+        "the 1-ply material-greedy mover ([eval] engine empty)".to_string()
     } else {
         format!(
             "`{}` at {} nodes a move, options {} where it offers them",
-            run.eval_engine,
-            run.eval_engine_nodes,
-            options_text(&run.eval_engine_options)
+            eval.engine,
+            eval.engine_nodes,
+            options_text(&eval.engine_options)
         )
     };
     println!(
-        "# in-run evaluation's anchor: {anchor}, {} games ([run] eval_openings_count x 2)",
-        2 * run.eval_openings_count
+        "# in-run evaluation's anchor: {anchor}, {} games ([eval] openings_count x 2)",
+        2 * eval.openings_count
     );
     println!(
         "# match, puzzles, uci, bench learn's matches (--config): {} simulations a move ([search] \

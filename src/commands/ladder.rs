@@ -42,10 +42,10 @@ pub struct LadderArgs {
     /// Games per pair of generations (even: each opening with both colours).
     #[arg(long, default_value_t = 10)]
     pub games: usize,
-    /// Simulations per move (default: the run's `eval_simulations`, as its in-run evaluation).
+    /// Simulations per move (default: the run's `[eval] simulations`, as its in-run evaluation).
     #[arg(long)]
     pub sims: Option<u32>,
-    /// Opening suite (default: the run's `eval_openings`).
+    /// Opening suite (default: the run's `[eval] openings`).
     #[arg(long)]
     pub openings: Option<PathBuf>,
     /// Games reaching this many plies are draws (default: the run's `max_plies`).
@@ -143,8 +143,7 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
     let config = Config::load(&dir.config())?;
     let play = play_search(
         Some(&dir.config()),
-        Some(args.sims.unwrap_or(config.run.eval_simulations)),
-        config.run.eval_simulations,
+        Some(args.sims.unwrap_or(config.eval.simulations)),
         "--sims",
     )?;
     let generations = dir.published()?;
@@ -155,10 +154,10 @@ fn ladder(args: &LadderArgs, dir: &RunDir) -> Result<()> {
         );
     }
     // Play without root noise repeats itself from one start: a suite gives the variety.
-    let openings = match args.openings.as_ref().or(config.run.eval_openings.as_ref()) {
+    let openings = match args.openings.as_ref().or(config.eval.openings.as_ref()) {
         Some(path) => read_openings(path).map_err(user_error)?,
         None => user_bail!(
-            "{}: the run has no eval_openings; give --openings FILE",
+            "{}: the run has no [eval] openings; give --openings FILE",
             args.run.display()
         ),
     };

@@ -25,7 +25,7 @@ use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::net_play::{PLAY_SIMULATIONS, arena_error, play_search, serve_net};
+use super::net_play::{arena_error, play_search, serve_net};
 use crate::error::user_error;
 use crate::flags::{DeviceFlag, PlayFlags};
 use crate::run::progress::bar;
@@ -54,7 +54,7 @@ pub struct MatchArgs {
     #[arg(long)]
     pub a_net: Option<PathBuf>,
     /// Player A: simulations per move of its net (default: the `--config`'s `[search]
-    /// simulations`, else 64).
+    /// simulations`, else that table's default).
     #[arg(long)]
     pub a_sims: Option<u32>,
     /// Player A: leaves each search of its net evaluates together, selected with
@@ -88,7 +88,7 @@ pub struct MatchArgs {
     #[arg(long)]
     pub b_net: Option<PathBuf>,
     /// Player B: simulations per move of its net (default: the `--config`'s `[search]
-    /// simulations`, else 64).
+    /// simulations`, else that table's default).
     #[arg(long)]
     pub b_sims: Option<u32>,
     /// Player B: leaves each search of its net evaluates together, selected with
@@ -530,8 +530,8 @@ fn write_pgn(
 /// Plays the match and prints its report.
 pub fn run(args: &MatchArgs) -> Result<()> {
     let config = args.config.as_deref();
-    let play_a = play_search(config, args.a_sims, PLAY_SIMULATIONS, "--a-sims")?;
-    let play_b = play_search(config, args.b_sims, PLAY_SIMULATIONS, "--b-sims")?;
+    let play_a = play_search(config, args.a_sims, "--a-sims")?;
+    let play_b = play_search(config, args.b_sims, "--b-sims")?;
     let side_a = Side::parse(&args.side(true, play_a.simulations), 'a')?;
     let side_b = Side::parse(&args.side(false, play_b.simulations), 'b')?;
     let sprt = args.sprt.as_deref().map(parse_sprt).transpose()?;

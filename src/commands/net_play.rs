@@ -29,14 +29,6 @@ pub fn serve_net(
     InferenceServer::spawn(net, options).map_err(user_error)
 }
 
-/// Simulations a move of `match` and `puzzles` when neither a flag nor `--config` says: the
-/// tiny preset's `[search] simulations`.
-pub const PLAY_SIMULATIONS: u32 = 64;
-
-/// Simulations a move of `cfzero uci` when neither `--sims` nor `--config` says (a GUI's `go`
-/// usually limits the search by time or nodes instead).
-pub const UCI_SIMULATIONS: u32 = 800;
-
 /// How a command that plays a net searches: the search constants set for play and the
 /// simulations a move.
 #[derive(Debug, Clone)]
@@ -48,27 +40,26 @@ pub struct PlaySearch {
     pub simulations: u32,
 }
 
-/// The one resolver of a playing command's search: the constants of `config`'s `[search]`
-/// table, and as simulations the flag `flag_name` when given, else the config's
-/// `[search] simulations`, else the command's `default`. Zero simulations is the user's error.
+/// The one resolver of a playing command's search (`match`, `puzzles`, `uci`, `ladder`,
+/// `bench learn`'s matches): the constants of `config`'s `[search]` table (its defaults
+/// without one), and as simulations the flag `flag_name` when given, else that table's
+/// `simulations`: one default for every command that plays a net. Zero simulations is the
+/// user's error.
 pub fn play_search(
     config: Option<&Path>,
     flag: Option<u32>,
-    default: u32,
     flag_name: &str,
 ) -> Result<PlaySearch> {
-    let configured = match config {
-        Some(path) => Some(Config::load(path)?.search),
-        None => None,
+    let search = match config {
+        Some(path) => Config::load(path)?.search,
+        None => SearchConfig::default(),
     };
-    let simulations = flag
-        .or(configured.as_ref().map(|s| s.simulations))
-        .unwrap_or(default);
+    let simulations = flag.unwrap_or(search.simulations);
     if simulations == 0 {
         user_bail!("{flag_name} must be at least 1");
     }
     Ok(PlaySearch {
-        search: configured.unwrap_or_default().for_play(),
+        search: search.for_play(),
         simulations,
     })
 }

@@ -9,7 +9,7 @@ use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::net_play::{PLAY_SIMULATIONS, arena_error, play_search, serve_net};
+use super::net_play::{arena_error, play_search, serve_net};
 use crate::error::user_error;
 use crate::flags::{DeviceFlag, PlayFlags};
 use crate::run::progress::bar;
@@ -24,7 +24,7 @@ pub struct PuzzlesArgs {
     /// A Lichess puzzle CSV (`PuzzleId,FEN,Moves,Rating,...`).
     #[arg(long)]
     pub file: PathBuf,
-    /// Simulations per move (default: the `--config`'s `[search] simulations`, else 64).
+    /// Simulations per move (default: the `--config`'s `[search] simulations`, else that table's default).
     #[arg(long)]
     pub sims: Option<u32>,
     /// Only the first K puzzles of the file.
@@ -47,12 +47,7 @@ pub struct PuzzlesArgs {
 
 /// Solves the puzzles and prints the accuracy.
 pub fn run(args: &PuzzlesArgs) -> Result<()> {
-    let play = play_search(
-        args.config.as_deref(),
-        args.sims,
-        PLAY_SIMULATIONS,
-        "--sims",
-    )?;
+    let play = play_search(args.config.as_deref(), args.sims, "--sims")?;
     if args.limit == Some(0) {
         user_bail!("--limit must be at least 1");
     }

@@ -60,7 +60,7 @@ pub struct SelfplayArgs {
     #[command(flatten)]
     pub device: DeviceFlag,
     /// Backend of this worker's inference servers (auto, tch, native), instead of the run
-    /// config's `run.backend` (the worker's machine may differ from the trainer's).
+    /// config's `[inference] backend` (the worker's machine may differ from the trainer's).
     #[arg(long)]
     pub backend: Option<BackendChoice>,
     /// Object storage: the local cache (nets, config, the spool of games not uploaded yet);
@@ -124,9 +124,13 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
     }
     let mut config = Config::load(&dir.config())?;
     if let Some(b) = args.backend {
-        config.run.backend = b;
+        config.inference.backend = b;
     }
     let device = args.device.parse()?;
+    eprintln!(
+        "{}",
+        crate::sizing::size(&mut config, crate::sizing::Machine::detect(device))
+    );
     let openings = match &config.selfplay.openings {
         Some(p) => selfplay_phase::read_selfplay_book(p)?,
         None => Vec::new(),

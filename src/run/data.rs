@@ -95,6 +95,8 @@ pub fn open(spec: &DataSpec, options: &DataOptions) -> Result<Arc<dyn SampleSour
         }
         DataSpec::Teacher(path) => {
             let limits = TeacherLimits {
+                window: usize::MAX,
+                validation_window: usize::MAX,
                 max_positions: options.max_positions,
                 validation_share: options.validation_share,
                 temperature: options.teacher_temperature,

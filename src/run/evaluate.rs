@@ -1,7 +1,7 @@
 //! The in-run evaluation: the new net against a fixed anchor, a row of `eval.tsv` and a
 //! point of `elo.png` (Elo against the anchor with its 95% interval, over training steps and
 //! minutes) each time. The anchor does not saturate as generation 0 and the random mover do
-//! within minutes: a UCI engine at a fixed level when the run names one (`[run] eval_engine`,
+//! within minutes: a UCI engine at a fixed level when the run names one (`[eval] engine`,
 //! `cfzero train --eval-engine`), else the built-in 1-ply material-greedy mover.
 
 use std::path::Path;
@@ -18,7 +18,7 @@ use cfzero_network::{InferenceHandle, InferenceServer, Net};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::config::{Config, RunConfig};
+use crate::config::{Config, EvalConfig};
 use crate::error::user_error;
 use crate::plot::{EloPoint, elo_plot};
 
@@ -49,19 +49,19 @@ pub enum Anchor {
 }
 
 impl Anchor {
-    /// The anchor `run` names.
-    pub fn of(run: &RunConfig) -> Anchor {
-        if run.eval_engine.trim().is_empty() {
+    /// The anchor `eval` names.
+    pub fn of(eval: &EvalConfig) -> Anchor {
+        if eval.engine.trim().is_empty() {
             return Anchor::Greedy;
         }
         Anchor::Engine {
-            command: resolve_command(&run.eval_engine),
-            options: run
-                .eval_engine_options
+            command: resolve_command(&eval.engine),
+            options: eval
+                .engine_options
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            limit: UciLimit::Nodes(run.eval_engine_nodes),
+            limit: UciLimit::Nodes(eval.engine_nodes),
         }
     }
 
@@ -152,8 +152,8 @@ pub fn evaluate(
     seed: u64,
     stop: &AtomicBool,
 ) -> Result<Option<EvalResult>> {
-    let opts = config.run.inference_options(candidate.device());
-    config.run.use_inference_threads();
+    let opts = config.inference.options(candidate.device());
+    config.inference.use_threads();
     let net: InferenceHandle<ChessState> =
         InferenceServer::spawn(candidate, opts).map_err(user_error)?;
     let mut anchor = anchor.player()?;
@@ -163,7 +163,7 @@ pub fn evaluate(
         "new",
         &net,
         config.search.for_play(),
-        config.run.eval_simulations,
+        config.eval.simulations,
     );
     let mut candidate = StoppablePlayer::new(&mut new, stop);
     let mut opponent = StoppablePlayer::new(anchor.as_player(), stop);
@@ -365,16 +365,16 @@ mod tests {
 
     #[test]
     fn the_anchor_is_the_greedy_mover_unless_an_engine_is_named() {
-        let mut run = RunConfig::default();
-        assert_eq!(Anchor::of(&run), Anchor::Greedy);
-        assert_eq!(Anchor::of(&run).player().unwrap().label(), "greedy");
-        run.eval_engine = "/opt/engines/stockfish --uci".into();
-        run.eval_engine_nodes = 250;
+        let mut eval = EvalConfig::default();
+        assert_eq!(Anchor::of(&eval), Anchor::Greedy);
+        assert_eq!(Anchor::of(&eval).player().unwrap().label(), "greedy");
+        eval.engine = "/opt/engines/stockfish --uci".into();
+        eval.engine_nodes = 250;
         let Anchor::Engine {
             command,
             limit,
             options,
-        } = Anchor::of(&run)
+        } = Anchor::of(&eval)
         else {
             panic!("an engine anchor");
         };

@@ -49,11 +49,14 @@ impl std::fmt::Display for LearnSummary {
     }
 }
 
-/// Runs `steps` training steps (fewer if `stop` is set), logging every step to TensorBoard.
+/// Runs `steps` training steps on `source` (fewer if `stop` is set), logging every step to
+/// TensorBoard, then measures the net to publish on `held_out`'s held-out positions (the
+/// replay window's: a mixture's would blend the sources' figures).
 pub fn train(
     config: &Config,
     learner: &mut Learner,
     source: &Arc<dyn SampleSource>,
+    held_out: &dyn SampleSource,
     steps: u64,
     tb: &mut EventWriter,
     stop: &AtomicBool,
@@ -108,7 +111,7 @@ pub fn train(
     }
     drop(loader);
     if !stop.load(Ordering::Relaxed) {
-        summary.validation = validate(config, learner, &**source)?;
+        summary.validation = validate(config, learner, held_out)?;
         if let Some(v) = &summary.validation {
             let step = v.step;
             tb.scalar("val/loss", step, v.loss)?;
@@ -134,9 +137,10 @@ pub fn targets(config: &Config, learner: &Learner) -> TargetOptions {
     }
 }
 
-/// The learner's losses on up to [`VALIDATION_POSITIONS`] held-out positions (the same
-/// draw each time for the same held-out games), averaged over batches weighted by their
-/// size. `None` without held-out positions.
+/// The losses of the net the learner publishes ([`Learner::average`], else its weights) on
+/// up to [`VALIDATION_POSITIONS`] held-out positions of `source` (the same draw each time for
+/// the same held-out games), averaged over batches weighted by their size. `None` without
+/// held-out positions.
 pub fn validate(
     config: &Config,
     learner: &Learner,
@@ -152,6 +156,8 @@ pub fn validate(
     let mut scratch = SampleScratch::default();
     let mut batch = HostBatch::default();
     let options = targets(config, learner);
+    let average = learner.average()?;
+    let net = average.as_ref().unwrap_or(learner.net());
     let mut sum: Option<StepMetrics> = None;
     let mut done = 0;
     while done < total {
@@ -169,7 +175,7 @@ pub fn validate(
                 anyhow::bail!("held-out positions vanished during validation");
             }
         }
-        let m = learner.validate(&batch);
+        let m = learner.validate_net(net, &batch);
         let weight = n as f64 / total as f64;
         let s = sum.get_or_insert_with(|| StepMetrics {
             loss: 0.0,

@@ -153,11 +153,11 @@ pub struct ActorsOutcome {
     pub seconds: f64,
 }
 
-/// The self-play inference servers of `config`: `run.inference_servers` of them (at least
+/// The self-play inference servers of `config`: `[inference] servers` of them (at least
 /// one) with the run's options, each with its own copy of `net`.
 pub fn spawn_servers(config: &Config, net: Net) -> Result<Vec<InferenceHandle<ChessState>>> {
-    let options = config.run.inference_options(net.device());
-    let servers = config.run.inference_servers.max(1);
+    let options = config.inference.options(net.device());
+    let servers = config.inference.servers.max(1);
     let mut handles = Vec::with_capacity(servers);
     for _ in 1..servers {
         let copy = net
@@ -173,7 +173,7 @@ pub fn spawn_servers(config: &Config, net: Net) -> Result<Vec<InferenceHandle<Ch
 const TICK: Duration = Duration::from_millis(100);
 
 /// The self-play engine of `train`, `selfplay` and `bench selfplay`: plays up to `games` games
-/// with `net` on the config's actor threads behind `run.inference_servers` inference servers
+/// with `net` on the config's actor threads behind `[inference] servers` inference servers
 /// (each with its own copy of the net), actor `a` seeded
 /// `base.seed ^ a`. Stops early when `stop` is set or `moves` reaches its limit. On the
 /// calling thread, each finished game goes to `on_game` as it ends, and `on_tick` runs at
@@ -197,7 +197,7 @@ pub fn run_actors(
         moves,
     } = work;
     let start = Instant::now();
-    config.run.use_inference_threads();
+    config.inference.use_threads();
     let handles = spawn_servers(config, net)?;
     let servers = handles.len();
     let stats = || {

@@ -15,13 +15,12 @@ use cfzero_network::Net;
 use cfzero_network::checkpoint::{
     CheckpointError, load_net, read_net_config, read_net_metadata, save_net,
 };
-use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::openings::read_openings;
-use cfzero_selfplay::window::ReplayWindow;
-use cfzero_store::{FencedStore, RunLocation, RunStore};
+use cfzero_selfplay::window::{Arrival, ReplayWindow};
+use cfzero_store::{FencedStore, RETRY_BUDGET, RetryingStore, RunLocation, RunStore};
 use cfzero_trainer::learner::STEP_KEY;
 use cfzero_trainer::{EventWriter, Learner, TrainPrecision};
-use cfzero_trainer::{Mixture, SampleSource};
+use cfzero_trainer::{Mixture, SampleSource, Split};
 use clap::Args;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -86,8 +85,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "COMMAND")]
     pub teacher: Option<String>,
     /// The in-run evaluation's anchor: a UCI engine's command line (a bare name is looked
-    /// for on PATH, then in /usr/games), instead of the config's `[run] eval_engine`; its
-    /// options and nodes come from `[run]` (default: Skill Level 0, one thread, 16 MB hash,
+    /// for on PATH, then in /usr/games), instead of the config's `[eval] engine`; its
+    /// options and nodes come from `[eval]` (default: Skill Level 0, one thread, 16 MB hash,
     /// 100 nodes a move, each option sent where the engine offers it). Recorded in the
     /// run's frozen config.
     #[arg(long, value_name = "COMMAND")]
@@ -154,7 +153,20 @@ pub struct Session {
     lease: LeaseKeeper,
     /// The games added to the window since the last [`Session::take_arrivals`], once
     /// [`Session::collect_arrivals`] asked for them (a teacher labels them).
-    arrivals: Option<Vec<Arc<GameRecord>>>,
+    arrivals: Option<Vec<Arrival>>,
+}
+
+/// Steps that draw each of `new_positions` about `reuse` times in batches of `batch` of which
+/// a share `window_share` comes from the window (at least one step); a window the batches draw
+/// nothing from counts as all of them (there is no reuse to keep).
+fn reuse_steps(reuse: f64, new_positions: usize, batch: usize, window_share: f64) -> u64 {
+    let share = if window_share.is_finite() && window_share > 0.0 {
+        window_share.min(1.0)
+    } else {
+        1.0
+    };
+    let samples = reuse * new_positions as f64 / share;
+    ((samples / batch.max(1) as f64).ceil() as u64).max(1)
 }
 
 /// Whether `err` is a write refused by the trainer lease's fence: the trainer must stop.
@@ -186,12 +198,12 @@ impl Session {
             config.train.precision = precision;
         }
         if let Some(engine) = &args.eval_engine {
-            config.run.eval_engine = engine.clone();
+            config.eval.engine = engine.clone();
         }
         // The anchor starts once before anything is written: an engine that does not run
         // is an error now, not after the first generations.
-        let mut anchor = Anchor::of(&config.run);
-        let mut anchor_label = match config.run.eval_every {
+        let mut anchor = Anchor::of(&config.eval);
+        let mut anchor_label = match config.eval.every {
             0 => None,
             _ => Some(anchor.player()?.label()),
         };
@@ -215,21 +227,28 @@ impl Session {
                 anyhow::Error::new(e)
             }
         })?;
-        // Everything this trainer writes to the store passes the lease's fence.
-        let mut stored = StoredRun::new(Arc::new(FencedStore::new(store, lease.fence())), &local);
+        // Everything this trainer writes to the store passes the lease's fence, each retry of
+        // a request the store's weather failed anew.
+        let fenced = Arc::new(FencedStore::new(store, lease.fence()));
+        let mut stored = StoredRun::new(Arc::new(RetryingStore::new(fenced, RETRY_BUDGET)), &local);
         let dir = stored.dir().clone();
         // The store is the truth: a cache of a run it no longer holds starts over.
         if !stored.pull(&dir.config())? {
             stored.clear_cache()?;
         }
         if keep_engines(&dir, &mut config, args)? {
-            anchor = Anchor::of(&config.run);
-            if config.run.eval_every > 0 {
+            anchor = Anchor::of(&config.eval);
+            if config.eval.every > 0 {
                 anchor_label = Some(anchor.player()?.label());
             }
         }
         freeze_config(&dir, &location.to_string(), &config, args)?;
         stored.push(&dir.config())?;
+        // The frozen config keeps `auto`: each machine that runs it sizes it anew.
+        eprintln!(
+            "{}",
+            crate::sizing::size(&mut config, crate::sizing::Machine::detect(device))
+        );
         let pulled = stored.pull_for_trainer(config.window.max_positions)?;
         if pulled > 0 {
             eprintln!("resume: {pulled} chunk(s) of games downloaded from {location}");
@@ -240,11 +259,11 @@ impl Session {
         if stale > 0 {
             eprintln!("note: removed {stale} temporary file(s) left by an interrupted run");
         }
-        let eval_openings = match &config.run.eval_openings {
+        let eval_openings = match &config.eval.openings {
             Some(p) => {
                 let mut all = read_openings(p).map_err(user_error)?;
                 all.shuffle(&mut ChaCha8Rng::seed_from_u64(config.run.seed));
-                all.truncate(config.run.eval_openings_count.max(1));
+                all.truncate(config.eval.openings_count.max(1));
                 all
             }
             None => Vec::new(),
@@ -252,9 +271,9 @@ impl Session {
         if let Some(label) = anchor_label {
             eprintln!(
                 "eval: every {} generation(s), {} games against {label} at {} simulations a move",
-                config.run.eval_every,
+                config.eval.every,
                 2 * eval_openings.len().max(1),
-                config.run.eval_simulations
+                config.eval.simulations
             );
         }
 
@@ -402,7 +421,7 @@ impl Session {
 
     /// The games that entered the window since the last call (none unless
     /// [`Session::collect_arrivals`] was called).
-    pub fn take_arrivals(&mut self) -> Vec<Arc<GameRecord>> {
+    pub fn take_arrivals(&mut self) -> Vec<Arrival> {
         self.arrivals
             .as_mut()
             .map(std::mem::take)
@@ -454,10 +473,20 @@ impl Session {
         stop: &AtomicBool,
     ) -> Result<Option<LearnSummary>> {
         let source = self.source();
+        // Validation measures self-play's held-out games alone: a data source beside them
+        // (the teacher's labels) reports its own, and a mixture would blend the two. Without
+        // self-play games held out (`cfzero learn` on data alone), the data's are measured.
+        let held_out: Arc<dyn SampleSource> =
+            if self.data.is_empty() || self.window.positions(Split::Validation) > 0 {
+                self.window.clone()
+            } else {
+                source.clone()
+            };
         let summary = learn_phase::train(
             &self.config,
             &mut self.learner,
             &source,
+            held_out.as_ref(),
             steps,
             &mut self.tb,
             stop,
@@ -489,12 +518,21 @@ impl Session {
 
     /// Training steps for a generation that brought `new_positions` trainable positions:
     /// `steps_per_generation`, or with `sample_reuse` set, enough steps to see each new
-    /// position about that many times (at least one step).
+    /// position about that many times (at least one step). The steps follow the samples the
+    /// window gets: where data sources share the batches (a teacher's labels), the window's
+    /// share of them is smaller and the steps more, so that self-play's positions keep their
+    /// reuse at any teacher weight.
     pub fn steps_for(&self, new_positions: usize) -> u64 {
         let run = &self.config.run;
         if run.sample_reuse > 0.0 {
-            let batch = self.config.train.batch_size.max(1) as f64;
-            ((run.sample_reuse * new_positions as f64 / batch).ceil() as u64).max(1)
+            let others: f64 = self.data.iter().map(|(_, w)| w).sum();
+            let share = self.window_weight / (self.window_weight + others);
+            reuse_steps(
+                run.sample_reuse,
+                new_positions,
+                self.config.train.batch_size,
+                share,
+            )
         } else {
             run.steps_per_generation
         }
@@ -506,7 +544,7 @@ impl Session {
     /// a move of `stop` being set, and the line then says so. An anchor engine that fails
     /// mid-match costs this evaluation, not the run: the line says why.
     pub fn evaluate_if_due(&mut self, stop: &AtomicBool) -> Result<String> {
-        let every = self.config.run.eval_every;
+        let every = self.config.eval.every;
         if every == 0 || !self.generation.is_multiple_of(every) {
             return Ok(String::new());
         }
@@ -660,15 +698,14 @@ fn keep_engines(dir: &RunDir, config: &mut Config, args: &RunArgs) -> Result<boo
         );
         config.teacher.engine = old.teacher.engine;
     }
-    let keep_anchor = args.eval_engine.is_none()
-        && config.run.eval_engine.is_empty()
-        && !old.run.eval_engine.is_empty();
+    let keep_anchor =
+        args.eval_engine.is_none() && config.eval.engine.is_empty() && !old.eval.engine.is_empty();
     if keep_anchor {
         eprintln!(
             "resume: the run keeps its anchor {} (--eval-engine names another)",
-            old.run.eval_engine
+            old.eval.engine
         );
-        config.run.eval_engine = old.run.eval_engine;
+        config.eval.engine = old.eval.engine;
     }
     Ok(keep_anchor)
 }
@@ -743,4 +780,23 @@ pub fn count_records(dir: &Path) -> usize {
                 .count()
         })
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reuse_steps;
+
+    /// Self-play's positions keep their reuse whatever share of the batches the window gets.
+    #[test]
+    fn steps_grow_as_the_windows_share_of_the_batches_shrinks() {
+        // 1,000 new positions seen 3 times in batches of 256: 11.7 batches of the window.
+        assert_eq!(reuse_steps(3.0, 1000, 256, 1.0), 12);
+        // A quarter of each batch from the window: four times the batches.
+        assert_eq!(reuse_steps(3.0, 1000, 256, 0.25), 47);
+        // Nothing from the window (a teacher at weight 1): the window's own count.
+        assert_eq!(reuse_steps(3.0, 1000, 256, 0.0), 12);
+        assert_eq!(reuse_steps(3.0, 1000, 256, f64::NAN), 12);
+        // At least one step.
+        assert_eq!(reuse_steps(3.0, 0, 256, 0.5), 1);
+    }
 }

@@ -15,7 +15,8 @@
 //! pgn/gen-0003/<ms>-<worker>-...pgn the same games as PGN, one object per chunk
 //! log.tsv, tb/...                   the trainer's log and TensorBoard files
 //! teacher/labels-NN.cfl             a teacher's labels (`train --teacher`), as of the last
-//!                                   generation published
+//!                                   generation published; `held-out-NN.cfl` those of the
+//!                                   games held out of training
 //! trainer.lease                     the trainer lease
 //! ```
 //!

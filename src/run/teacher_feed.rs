@@ -1,7 +1,10 @@
 //! A teacher beside self-play (`cfzero train` or `learn` with `[teacher]` or `--teacher`): a
 //! pool of UCI engine processes labels a share of each generation's self-play positions as they arrive,
 //! on its own thread, into `RUN/teacher/labels-NN.cfl`; training reads the labels through the
-//! `teacher:` data source ([`cfzero_trainer::source::teacher::TeacherSource`]).
+//! `teacher:` data source ([`cfzero_trainer::source::teacher::TeacherSource`]). Positions of
+//! the games the replay window holds out are labelled into `RUN/teacher/held-out-NN.cfl`,
+//! whose header says so: validation only, never trained on, so that a held-out game reaches
+//! training through the teacher no more than through the window.
 //!
 //! Self-play never waits for the engines: positions go into a queue, the newest first to the
 //! engines, and when the engines fall behind by more than [`MAX_BACKLOG`] positions the oldest
@@ -15,7 +18,7 @@
 //! trainer killed at any point keeps every whole label; a resumed run appends to the newest
 //! file when the teacher's settings are the same and starts a new file when they changed.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -27,7 +30,7 @@ use anyhow::{Context, Result};
 use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::replay::replay;
 use cfzero_teacher::label_file::{
-    GameHistory, LabelEntry, LabelFileError, LabelHeader, LabelWriter,
+    GameHistory, LabelEntry, LabelFileError, LabelHeader, LabelSplit, LabelWriter,
 };
 use cfzero_teacher::pool::{EnginePool, Job, PoolEvent, PoolOptions};
 use rand::{Rng, SeedableRng};
@@ -73,7 +76,7 @@ impl FeedStats {
 /// The engines and the thread that feeds them and writes their labels.
 #[derive(Debug)]
 pub struct TeacherFeed {
-    jobs: Option<Sender<Vec<Job>>>,
+    jobs: Option<Sender<Vec<Offered>>>,
     stats: Arc<Mutex<FeedStats>>,
     failed: Arc<Mutex<Option<String>>>,
     stop: Arc<AtomicBool>,
@@ -144,7 +147,15 @@ impl TeacherFeed {
             share,
         } = engines;
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let writer = open_writer(dir, &header)?;
+        let writers = [LabelSplit::Training, LabelSplit::HeldOut].map(|split| {
+            let header = LabelHeader {
+                split: Some(split),
+                ..header.clone()
+            };
+            open_writer(dir, split, &header)
+        });
+        let [writer, held_writer] = writers;
+        let writers = [writer?, held_writer?];
         eprintln!(
             "teacher: {} ({}, {:?}, {processes} process(es), options [{}]) labels {:.0}% of the self-play positions into {}",
             pool.name(),
@@ -168,7 +179,8 @@ impl TeacherFeed {
                 .spawn(move || {
                     let mut feeder = Feeder {
                         pool,
-                        writer,
+                        writers,
+                        held: HashSet::new(),
                         receiver,
                         backlog: VecDeque::new(),
                         in_flight: 0,
@@ -204,24 +216,30 @@ impl TeacherFeed {
 
     /// Hands the teacher its share of the positions of `games`, the games of generation
     /// `generation` (chosen by a generator seeded by the run's seed and the generation, so a
-    /// rerun chooses the same). Never waits for the engines.
-    pub fn offer<'a>(&mut self, games: impl IntoIterator<Item = &'a GameRecord>, generation: u32) {
+    /// rerun chooses the same), each with whether the window holds it out: the labels of a
+    /// held-out game go to the held-out file. Never waits for the engines.
+    pub fn offer<'a>(
+        &mut self,
+        games: impl IntoIterator<Item = (&'a GameRecord, bool)>,
+        generation: u32,
+    ) {
         let mut rng = ChaCha8Rng::seed_from_u64(
             self.seed ^ 0x7465_6163_6865_7200 ^ u64::from(generation).rotate_left(32),
         );
         let mut batch = Vec::new();
-        for game in games {
+        for (game, held_out) in games {
             let len = game.positions.len();
             let mut history = GameHistory::default();
             // A game that does not replay has no position to offer; the window refuses it too.
             let _ = replay(game, |ply, state, _, mv| {
                 if rng.random::<f64>() < self.share {
-                    batch.push(Job {
+                    let job = Job {
                         index: self.next_index,
                         fen: state.fen(),
                         plies_left: Some(u16::try_from(len - ply).unwrap_or(u16::MAX - 1)),
                         history: Some(history.of(state)),
-                    });
+                    };
+                    batch.push(Offered { job, held_out });
                     self.next_index += 1;
                 }
                 history.push(state, &mv);
@@ -276,9 +294,21 @@ impl Drop for TeacherFeed {
     }
 }
 
-/// Opens the newest `labels-NN.cfl` of `dir` if it was written with `header`, else the next.
-fn open_writer(dir: &Path, header: &LabelHeader) -> Result<LabelWriter> {
-    let name = |n: u32| dir.join(format!("labels-{n:02}.cfl"));
+/// A position offered to the teacher, and whether its game is held out.
+#[derive(Debug)]
+struct Offered {
+    job: Job,
+    held_out: bool,
+}
+
+/// Opens the newest label file of `split` in `dir` (`labels-NN.cfl`, `held-out-NN.cfl`) if it
+/// was written with `header`, else the next.
+fn open_writer(dir: &Path, split: LabelSplit, header: &LabelHeader) -> Result<LabelWriter> {
+    let stem = match split {
+        LabelSplit::Training => "labels",
+        LabelSplit::HeldOut => "held-out",
+    };
+    let name = |n: u32| dir.join(format!("{stem}-{n:02}.cfl"));
     let mut n = 0;
     while name(n + 1).exists() {
         n += 1;
@@ -307,8 +337,11 @@ fn open_writer(dir: &Path, header: &LabelHeader) -> Result<LabelWriter> {
 /// The feeding thread's state.
 struct Feeder {
     pool: EnginePool,
-    writer: LabelWriter,
-    receiver: Receiver<Vec<Job>>,
+    /// The training labels' writer and the held-out labels'.
+    writers: [LabelWriter; 2],
+    /// Jobs (by index) of held-out games not yet answered.
+    held: HashSet<u64>,
+    receiver: Receiver<Vec<Offered>>,
     backlog: VecDeque<Job>,
     in_flight: usize,
     max_in_flight: usize,
@@ -326,10 +359,17 @@ impl Feeder {
             let mut queued = 0;
             while let Ok(batch) = self.receiver.try_recv() {
                 queued += batch.len() as u64;
-                self.backlog.extend(batch);
+                for Offered { job, held_out } in batch {
+                    if held_out {
+                        self.held.insert(job.index);
+                    }
+                    self.backlog.push_back(job);
+                }
             }
             while self.backlog.len() > MAX_BACKLOG {
-                self.backlog.pop_front();
+                if let Some(job) = self.backlog.pop_front() {
+                    self.held.remove(&job.index);
+                }
                 dropped += 1;
             }
             while self.in_flight < self.max_in_flight && !paused.load(Ordering::Relaxed) {
@@ -341,13 +381,14 @@ impl Feeder {
             }
             let (mut labels, mut skipped, mut warnings) = (0, 0, 0);
             match self.pool.next_event(Duration::from_millis(100)) {
-                Some(PoolEvent::Done(_, entry)) => {
+                Some(PoolEvent::Done(index, entry)) => {
                     self.in_flight -= 1;
                     match entry {
                         LabelEntry::Label(_) => labels += 1,
                         LabelEntry::Skipped { .. } => skipped += 1,
                     }
-                    self.writer.append(&entry)?;
+                    let held_out = self.held.remove(&index);
+                    self.writers[usize::from(held_out)].append(&entry)?;
                 }
                 Some(PoolEvent::Warning(_)) => warnings += 1,
                 Some(PoolEvent::Failed(_, job)) => self.pool.submit(job),
@@ -357,7 +398,7 @@ impl Feeder {
                 anyhow::bail!("every engine failed and could not be restarted");
             }
             if last_sync.elapsed() >= SYNC_EVERY {
-                self.writer.sync()?;
+                self.sync()?;
                 last_sync = Instant::now();
             }
             let mut s = self.stats.lock().expect("never poisoned");
@@ -369,7 +410,13 @@ impl Feeder {
             s.waiting = (self.backlog.len() + self.in_flight) as u64;
             s.seconds = self.started.elapsed().as_secs_f64();
         }
-        self.writer.sync()?;
+        self.sync()
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        for writer in &mut self.writers {
+            writer.sync()?;
+        }
         Ok(())
     }
 }
@@ -377,10 +424,12 @@ impl Feeder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cfzero_chess::ChessState;
 
     /// A feed of the project's scripted UCI engine (`tests/engines/scripted_uci.py`, which
-    /// values every legal move of any position by a fixed rule) writing under `dir`.
-    fn scripted_feed(dir: &Path) -> TeacherFeed {
+    /// values every legal move of any position by a fixed rule) writing under `dir`, labelling
+    /// `share` of the positions offered.
+    fn scripted_feed(dir: &Path, share: f64) -> TeacherFeed {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let table = dir.join("table.json");
         std::fs::write(&table, r#"{"*": {}}"#).unwrap();
@@ -392,10 +441,104 @@ mod tests {
                 root.join("tests/engines/scripted_uci.py").display()
             ),
             nodes: 1,
+            share,
             ..TeacherConfig::default()
         };
         let engines = TeacherEngines::start(&config).unwrap();
         TeacherFeed::start(engines, &dir.join("teacher"), 1).unwrap()
+    }
+
+    /// A game of `plies` real moves that leaves the start position by its own first move:
+    /// move `(ply + seed) mod legal` each ply.
+    fn game(seed: usize, plies: usize) -> GameRecord {
+        use cfzero_mcts::Game;
+        use cfzero_selfplay::record::PositionRecord;
+        use cfzero_selfplay::result::{GameResult, Termination};
+        let mut state = ChessState::new();
+        let mut moves = Vec::new();
+        let mut positions = Vec::new();
+        for ply in 0..plies {
+            state.legal_moves(&mut moves);
+            if moves.is_empty() {
+                break;
+            }
+            let played = (ply + seed) % moves.len();
+            positions.push(PositionRecord {
+                played: played as u8,
+                policy: vec![1; moves.len()],
+                ..PositionRecord::default()
+            });
+            state.play(moves[played]);
+        }
+        GameRecord {
+            start_fen: None,
+            result: GameResult::Draw,
+            termination: Termination::MAX_PLIES,
+            generation: 1,
+            positions,
+        }
+    }
+
+    /// The FENs of `path`'s labels.
+    fn label_fens(path: &Path) -> Vec<String> {
+        let mut reader = cfzero_teacher::label_file::LabelReader::open(path).unwrap();
+        let mut fens = Vec::new();
+        while let Some(entry) = reader.next_entry().unwrap() {
+            if let LabelEntry::Label(label) = entry {
+                fens.push(label.fen);
+            }
+        }
+        fens
+    }
+
+    /// Every position of a held-out game is labelled into the held-out file, every position
+    /// of the other games into the training file: a held-out game reaches training through
+    /// the teacher no more than through the window.
+    #[test]
+    fn labels_of_held_out_games_go_to_the_held_out_file_only() {
+        use cfzero_selfplay::replay::replay;
+        let tmp = tempfile::tempdir().unwrap();
+        let mut feed = scripted_feed(tmp.path(), 1.0);
+        // Every third game held out.
+        let games: Vec<(GameRecord, bool)> = (0..12).map(|i| (game(i, 6), i % 3 == 2)).collect();
+        let fens_of = |held: bool| -> std::collections::HashSet<String> {
+            let mut fens = std::collections::HashSet::new();
+            for (g, _) in games.iter().filter(|(_, h)| *h == held) {
+                replay(g, |_, state, _, _| {
+                    fens.insert(state.fen());
+                })
+                .unwrap();
+            }
+            fens
+        };
+        let (held, trained) = (fens_of(true), fens_of(false));
+        assert!(
+            !held.is_empty() && !trained.is_empty(),
+            "both sides have games"
+        );
+        let positions: u64 = games.iter().map(|(g, _)| g.positions.len() as u64).sum();
+        feed.offer(games.iter().map(|(g, h)| (g, *h)), 1);
+        assert!(
+            wait_for(&feed, 120, |s| s.labels + s.skipped == positions),
+            "{:?}",
+            feed.stats()
+        );
+        drop(feed);
+        let dir = tmp.path().join("teacher");
+        let (held_labels, trained_labels) = (
+            label_fens(&dir.join("held-out-01.cfl")),
+            label_fens(&dir.join("labels-01.cfl")),
+        );
+        assert!(!held_labels.is_empty() && !trained_labels.is_empty());
+        assert_eq!((held_labels.len() + trained_labels.len()) as u64, positions);
+        // The start position is in every game; every other position is in one game only.
+        let start = ChessState::new().fen();
+        for fen in held_labels.iter().filter(|f| **f != start) {
+            assert!(held.contains(fen) && !trained.contains(fen), "{fen}");
+        }
+        for fen in trained_labels.iter().filter(|f| **f != start) {
+            assert!(trained.contains(fen) && !held.contains(fen), "{fen}");
+        }
     }
 
     /// Waits up to `seconds` for `done` to hold of the feed's figures.
@@ -413,20 +556,23 @@ mod tests {
     #[test]
     fn a_held_feed_labels_nothing_until_the_guard_drops() {
         let tmp = tempfile::tempdir().unwrap();
-        let feed = scripted_feed(tmp.path());
+        let feed = scripted_feed(tmp.path(), 1.0);
         let fens = [
             "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
             "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
             "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
         ];
-        let jobs = |from: u64| -> Vec<Job> {
+        let jobs = |from: u64| -> Vec<Offered> {
             (from..)
                 .zip(fens)
-                .map(|(index, fen)| Job {
-                    index,
-                    fen: fen.to_owned(),
-                    plies_left: Some(10),
-                    history: None,
+                .map(|(index, fen)| Offered {
+                    job: Job {
+                        index,
+                        fen: fen.to_owned(),
+                        plies_left: Some(10),
+                        history: None,
+                    },
+                    held_out: false,
                 })
                 .collect()
         };

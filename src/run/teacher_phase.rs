@@ -51,6 +51,8 @@ pub fn start(engines: Option<TeacherEngines>, session: &mut Session) -> Result<O
     let teacher = &session.config.teacher;
     let limits = TeacherLimits {
         max_positions: usize::MAX,
+        window: teacher.window,
+        validation_window: session.config.window.validation_positions,
         validation_share: session.config.window.validation_share,
         temperature: teacher.temperature as f32,
     };
@@ -68,7 +70,8 @@ pub fn start(engines: Option<TeacherEngines>, session: &mut Session) -> Result<O
 /// reading them all again cost about a second a generation after an hour's 460,000.
 pub fn offer_and_mix_in(session: &mut Session, t: &mut Teacher, g: u32) -> Result<()> {
     let arrived = session.take_arrivals();
-    t.feed.offer(arrived.iter().map(|game| game.as_ref()), g);
+    t.feed
+        .offer(arrived.iter().map(|a| (a.game.as_ref(), a.held_out)), g);
     t.labels
         .refresh()
         .with_context(|| format!("reading the teacher's labels in {}", t.feed.dir().display()))?;
@@ -105,10 +108,9 @@ pub fn log(session: &mut Session, t: &Teacher, g: u32) -> Result<String> {
     } else {
         0.0
     };
-    // Agreement: how often the net's most likely move is the teacher's best, on labels held
-    // out of training.
-    let agreement = learn_phase::validate(&session.config, &session.learner, labels.as_ref())?
-        .map(|m| m.policy_accuracy);
+    // The published net on the labels of held-out games: agreement (how often its most
+    // likely move is the teacher's best) and its loss on the teacher's targets.
+    let held_out = learn_phase::validate(&session.config, &session.learner, labels.as_ref())?;
     let step = u64::from(g);
     let tb = &mut session.tb;
     tb.scalar("teacher/labels", step, stats.labels as f64)?;
@@ -116,15 +118,19 @@ pub fn log(session: &mut Session, t: &Teacher, g: u32) -> Result<String> {
     tb.scalar("teacher/weight", step, weight)?;
     tb.scalar("teacher/dropped", step, stats.dropped as f64)?;
     tb.scalar("teacher/waiting", step, stats.waiting as f64)?;
-    if let Some(a) = agreement {
-        tb.scalar("teacher/agreement", step, a)?;
+    if let Some(m) = &held_out {
+        tb.scalar("teacher/agreement", step, m.policy_accuracy)?;
+        tb.scalar("teacher/val_loss", step, m.loss)?;
     }
     Ok(format!(
         " | teacher {} labelled ({:.1}/s), {} trained on at weight {weight:.2}{}{}",
         stats.labels,
         stats.labels_per_second(),
         labels.positions(Split::Training),
-        agreement.map_or(String::new(), |a| format!(" agree {a:.2}")),
+        held_out.map_or(String::new(), |m| format!(
+            " agree {:.2} val loss {:.3}",
+            m.policy_accuracy, m.loss
+        )),
         t.feed
             .failed()
             .map_or(String::new(), |_| " (stopped)".to_owned()),

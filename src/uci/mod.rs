@@ -26,7 +26,7 @@ use shakmaty::Color;
 
 use cfzero_eval::lines::{MAX_LINE, read_line_bounded};
 
-use crate::commands::net_play::{UCI_SIMULATIONS, play_search};
+use crate::commands::net_play::play_search;
 use crate::config::{Config, resolve_inference, set_torch_threads};
 use crate::flags::{DeviceFlag, PlayFlags};
 use crate::user_bail;
@@ -41,7 +41,7 @@ pub struct UciArgs {
     #[arg(long)]
     pub net: Option<PathBuf>,
     /// Simulations per move when `go` gives no limit (the `Simulations` option; default: the
-    /// `--config`'s `[search] simulations`, else 800).
+    /// `--config`'s `[search] simulations`, else that table's default).
     #[arg(long)]
     pub sims: Option<u32>,
     /// libtorch threads for the net (the `Threads` option); 0 = all cores.
@@ -418,7 +418,7 @@ pub fn run(args: &UciArgs) -> Result<()> {
     {
         user_bail!("net {}: no such file", net.display());
     }
-    let play = play_search(args.config.as_deref(), args.sims, UCI_SIMULATIONS, "--sims")?;
+    let play = play_search(args.config.as_deref(), args.sims, "--sims")?;
     let simulations = u64::from(play.simulations);
     if simulations > MAX_SIMULATIONS {
         user_bail!("--sims {simulations}: must be 1 to {MAX_SIMULATIONS}");

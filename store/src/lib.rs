@@ -21,6 +21,7 @@ mod lease;
 pub mod local;
 pub mod location;
 pub mod object;
+pub mod retry;
 
 use std::time::Duration;
 
@@ -30,6 +31,7 @@ pub use lease::Lease;
 pub use local::LocalStore;
 pub use location::RunLocation;
 pub use object::ObjectRunStore;
+pub use retry::{RETRY_BUDGET, RetryingStore};
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]

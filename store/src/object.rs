@@ -162,7 +162,10 @@ fn client(url: &Url) -> object_store::Result<Arc<dyn ObjectStore>> {
 
 impl ObjectRunStore {
     /// Opens the run at `url` and checks that its bucket can be listed (so that a missing
-    /// bucket or missing credentials are found now, not at the first write).
+    /// bucket or missing credentials are found now, not at the first write). A refusal (no
+    /// such bucket, no permission, bad credentials) is the user's to fix
+    /// ([`StoreError::BadLocation`]); a store that does not answer, or answers with a server
+    /// error, may answer later ([`StoreError::Backend`]: not the user's input).
     pub fn open(url: &Url) -> Result<ObjectRunStore, StoreError> {
         let opened = ObjectRunStore::open_offline(url)?;
         let bad = |message: String| StoreError::BadLocation(format!("{url}: {message}"));
@@ -173,11 +176,20 @@ impl ObjectRunStore {
                 tokio::time::timeout(OPEN_TIMEOUT, store.list_with_delimiter(Some(&prefix))).await
             }
         };
+        let transient = |message: String| StoreError::Backend {
+            location: url.to_string(),
+            message,
+        };
         match opened.runtime.block_on(probe) {
             Ok(Ok(_)) => Ok(opened),
-            Ok(Err(e)) => Err(bad(one_line(&e))),
-            Err(_) => Err(bad(format!(
-                "no answer in {} s (no credentials, or the endpoint is unreachable?)",
+            Ok(Err(
+                e @ (object_store::Error::NotFound { .. }
+                | object_store::Error::PermissionDenied { .. }
+                | object_store::Error::Unauthenticated { .. }),
+            )) => Err(bad(one_line(&e))),
+            Ok(Err(e)) => Err(transient(one_line(&e))),
+            Err(_) => Err(transient(format!(
+                "no answer in {} s (the endpoint is unreachable or slow; try again)",
                 OPEN_TIMEOUT.as_secs()
             ))),
         }
@@ -526,15 +538,24 @@ impl RunStore for ObjectRunStore {
                 };
                 Ok(())
             }
-            None => {
-                let holder = self
-                    .read_lease(lease.ttl)?
-                    .map_or_else(|| "nobody (it was deleted)".to_owned(), |(r, _)| r.holder);
-                Err(StoreError::LeaseLost {
+            // The version moved. A renewal whose answer was lost (it landed, the client
+            // retried with the old version) moved it itself: the lease then still names this
+            // holder, whose name no other trainer uses, and stays ours at its new version.
+            None => match self.read_lease(lease.ttl)? {
+                Some((current, v)) if current.holder == lease.holder => {
+                    lease.expires = current.expires();
+                    lease.inner = LeaseInner::Object {
+                        e_tag: v.e_tag,
+                        version: v.version,
+                    };
+                    Ok(())
+                }
+                other => Err(StoreError::LeaseLost {
                     run: self.location.clone(),
-                    holder,
-                })
-            }
+                    holder: other
+                        .map_or_else(|| "nobody (it was deleted)".to_owned(), |(r, _)| r.holder),
+                }),
+            },
         }
     }
 

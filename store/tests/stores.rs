@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cfzero_store::{
-    ChunkCursor, ChunkName, Fence, FencedStore, LocalStore, ObjectRunStore, RunStore, StoreError,
+    ChunkCursor, ChunkName, Fence, FencedStore, LocalStore, ObjectRunStore, RetryingStore,
+    RunStore, StoreError,
 };
 use s3_server::S3Server;
 
@@ -356,6 +357,88 @@ fn a_create_whose_answer_was_lost_is_still_ours() {
         other => panic!("a write that never landed: {other:?}"),
     }
     assert_eq!(store.get("nets/gen-0002.safetensors").unwrap(), None);
+}
+
+/// A renewal whose answer was lost landed all the same: the retry (with the version from before
+/// it) finds the lease still naming this trainer and keeps it, instead of reporting it taken
+/// over by itself.
+#[test]
+fn a_renewal_whose_answer_was_lost_keeps_the_lease() {
+    let flaky = Arc::new(LosesAnswers {
+        inner: object_store::memory::InMemory::new(),
+        lose: false.into(),
+        land: true.into(),
+    });
+    let store = ObjectRunStore::with_client(flaky.clone(), "runs/x", "memory://runs/x");
+    let ttl = Duration::from_secs(60);
+    let mut lease = store.acquire_lease("trainer@host1", ttl).unwrap();
+    let before = lease.expires();
+    std::thread::sleep(Duration::from_millis(20));
+    // The renewal lands; its answer is a 500.
+    flaky.lose.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(matches!(
+        store.renew_lease(&mut lease),
+        Err(StoreError::Backend { .. })
+    ));
+    flaky.lose.store(false, std::sync::atomic::Ordering::SeqCst);
+    // The retry: still ours, and renewed again from the version that landed.
+    store.renew_lease(&mut lease).unwrap();
+    assert!(lease.expires() > before);
+    store.renew_lease(&mut lease).unwrap();
+    // Another trainer is still refused while it lives (a lease taken over after it expired is
+    // a lost lease naming the successor: `an_expired_lease_is_taken_over_and_its_holder_learns_it`).
+    assert!(matches!(
+        store.acquire_lease("trainer@host2", ttl),
+        Err(StoreError::Leased { .. })
+    ));
+}
+
+/// A retrying store waits out a store that fails for a while; past its budget the failure comes
+/// back; what retrying cannot fix comes back at once.
+#[test]
+fn a_retrying_store_rides_out_an_outage_and_nothing_else() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let flaky = Arc::new(LosesAnswers {
+        inner: object_store::memory::InMemory::new(),
+        lose: false.into(),
+        land: false.into(),
+    });
+    let raw: Arc<dyn RunStore> = Arc::new(ObjectRunStore::with_client(
+        flaky.clone(),
+        "runs/x",
+        "memory://runs/x",
+    ));
+    let store = RetryingStore::new(raw.clone(), Duration::from_secs(30))
+        .with_first_wait(Duration::from_millis(50));
+    // Every write fails until the store comes back, 300 ms from now.
+    let healer = {
+        let flaky = flaky.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            flaky.land.store(true, SeqCst);
+        })
+    };
+    let start = std::time::Instant::now();
+    store.put("log.tsv", b"1").unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(250));
+    healer.join().unwrap();
+    assert_eq!(store.get("log.tsv").unwrap().as_deref(), Some(&b"1"[..]));
+    // An outage longer than the budget: its error.
+    flaky.land.store(false, SeqCst);
+    let short = RetryingStore::new(raw, Duration::from_millis(300))
+        .with_first_wait(Duration::from_millis(50));
+    assert!(matches!(
+        short.put("log.tsv", b"2"),
+        Err(StoreError::Backend { .. })
+    ));
+    assert_eq!(store.get("log.tsv").unwrap().as_deref(), Some(&b"1"[..]));
+    // A bad key is no weather: at once.
+    let start = std::time::Instant::now();
+    assert!(matches!(
+        store.put("../x", b"1"),
+        Err(StoreError::BadKey(_))
+    ));
+    assert!(start.elapsed() < Duration::from_millis(50));
 }
 
 /// What a fenced store lets through while its lease of `ttl` lives, stalls and is lost.

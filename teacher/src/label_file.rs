@@ -63,6 +63,21 @@ pub struct LabelHeader {
     /// [`ActionValues::ExpectedScore`], what they hold.
     #[serde(default = "ActionValues::before_the_key")]
     pub action_values: ActionValues,
+    /// Which side of the held-out split every label of the file is on, for labels of games
+    /// split by game (a run's teacher); absent: the file's positions have no game to split by,
+    /// and a reader holds out a share of the labels themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<LabelSplit>,
+}
+
+/// The side of the held-out split a whole label file is on (the header's `split`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LabelSplit {
+    /// Labels of games trained on.
+    Training,
+    /// Labels of games held out of training, for validation only.
+    HeldOut,
 }
 
 /// What a label's move values are (the header's `action_values`).

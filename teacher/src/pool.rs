@@ -49,6 +49,7 @@ impl PoolOptions {
             method: self.method,
             source: source.to_owned(),
             action_values: ActionValues::Centipawns,
+            split: None,
         }
     }
 }

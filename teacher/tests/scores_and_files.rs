@@ -86,6 +86,7 @@ fn header() -> LabelHeader {
         method: Method::MultiPv,
         source: "epd:x.epd".into(),
         action_values: ActionValues::Centipawns,
+        split: None,
     }
 }
 

@@ -127,20 +127,37 @@ impl Learner {
 
     /// The training forward pass, in the resolved precision; its outputs are f32 either way.
     fn forward(&self, inputs: &Tensor) -> ModelOutputs {
+        self.forward_of(&self.net, inputs)
+    }
+
+    /// `net`'s forward pass in the training precision.
+    fn forward_of(&self, net: &Net, inputs: &Tensor) -> ModelOutputs {
         if self.autocast {
-            bf16_autocast(self.net.device(), || self.net.forward(inputs)).into_f32()
+            bf16_autocast(net.device(), || net.forward(inputs)).into_f32()
         } else {
-            self.net.forward(inputs)
+            net.forward(inputs)
         }
     }
 
-    /// The losses and accuracy of the current weights on `batch`, without training: the
-    /// validation measure on held-out games. `step`, `lr`, `grad_norm` and
-    /// `samples_per_second` are those of the last step (the last two 0).
+    /// The losses and accuracy of the current weights on `batch`, without training.
+    /// `step`, `lr`, `grad_norm` and `samples_per_second` are those of the last step (the
+    /// last two 0).
     pub fn validate(&self, batch: &HostBatch) -> StepMetrics {
+        self.validate_net(&self.net, batch)
+    }
+
+    /// The SWA average as a net when it has a snapshot: what [`Learner::publish`] writes
+    /// instead of the current weights.
+    pub fn average(&self) -> Result<Option<Net>, CheckpointError> {
+        self.swa_net(Path::new("the SWA average"))
+    }
+
+    /// As [`Learner::validate`], of `net` (the published net, [`Learner::average`] where there
+    /// is one: the validation measure on held-out games is of the net that plays).
+    pub fn validate_net(&self, net: &Net, batch: &HostBatch) -> StepMetrics {
         tch::no_grad(|| {
             let tb = self.tensors(batch);
-            let outputs = self.forward(&tb.inputs);
+            let outputs = self.forward_of(net, &tb.inputs);
             let terms = loss(&outputs, &tb, &self.config.loss);
             let (policy_accuracy, value_mse) = accuracy_and_mse(&outputs, &tb);
             StepMetrics {

@@ -26,6 +26,7 @@ fn header() -> LabelHeader {
         method: Method::MultiPv,
         source: "epd:test".into(),
         action_values: ActionValues::Centipawns,
+        split: None,
     }
 }
 
@@ -110,6 +111,8 @@ fn teacher_batches_are_the_hand_built_targets() {
     drop(w);
 
     let limits = TeacherLimits {
+        window: usize::MAX,
+        validation_window: usize::MAX,
         max_positions: 100,
         validation_share: 0.0,
         temperature: 0.05,
@@ -184,6 +187,8 @@ fn plies_left_and_the_validation_share() {
     let source = TeacherSource::open(
         dir.path(),
         TeacherLimits {
+            window: usize::MAX,
+            validation_window: usize::MAX,
             max_positions: 8,
             validation_share: 0.25,
             temperature: DEFAULT_TEMPERATURE,
@@ -216,6 +221,94 @@ fn plies_left_and_the_validation_share() {
         assert_eq!(batch.policy.iter().sum::<f32>(), 1.0);
     }
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![3, 7]);
+}
+
+/// A run's teacher writes the labels of held-out games to a file whose header says so: every
+/// label of it is held out whatever the share, no label of the training file is, and no
+/// training batch holds a held-out game's position. The training labels keep their newest
+/// `window`.
+#[test]
+fn a_file_of_held_out_games_never_reaches_a_training_batch() {
+    use cfzero_teacher::label_file::LabelSplit;
+    let dir = tempfile::tempdir().unwrap();
+    // Trained on: K+Q against K, plies left 0..10 (the newest 4 kept); held out: a position
+    // of its own, plies left 100..105.
+    let (trained, held) = (
+        "k7/8/8/8/8/8/8/KQ6 b - - 0 1",
+        "k7/8/8/8/8/8/8/KR6 b - - 0 1",
+    );
+    let files = [
+        ("labels-01.cfl", LabelSplit::Training, trained, 0..10u16),
+        ("held-out-01.cfl", LabelSplit::HeldOut, held, 100..105u16),
+    ];
+    for (name, split, fen, plies) in files {
+        let header = LabelHeader {
+            split: Some(split),
+            ..header()
+        };
+        let mut w = LabelWriter::open(&dir.path().join(name), &header)
+            .unwrap()
+            .writer;
+        let moves = legal(fen);
+        for i in plies {
+            w.append(&LabelEntry::Label(Label {
+                fen: fen.into(),
+                plies_left: Some(i),
+                wdl: [0.0, 0.0, 1.0],
+                moves: moves.iter().map(|m| (LabelMove::of(m), 0.0)).collect(),
+                best: 0,
+                history: None,
+            }))
+            .unwrap();
+        }
+    }
+    let source = TeacherSource::open(
+        dir.path(),
+        TeacherLimits {
+            window: 4,
+            validation_window: usize::MAX,
+            max_positions: usize::MAX,
+            validation_share: 0.5,
+            temperature: DEFAULT_TEMPERATURE,
+        },
+    )
+    .unwrap();
+    assert_eq!(source.stats().labels, 15);
+    assert_eq!(source.positions(Split::Training), 4);
+    assert_eq!(source.positions(Split::Validation), 5);
+    let encoded = |fen: &str| {
+        let mut inputs = vec![0.0; TOKEN_FLOATS];
+        let state = ChessState::from_fen(fen, HistoryFill::FenOnly).unwrap();
+        encode_tokens_filled(&state, HistoryFill::FenOnly, &mut inputs);
+        inputs
+    };
+    let targets = TargetOptions {
+        history_fill: HistoryFill::FenOnly,
+        ..TargetOptions::default()
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut scratch = SampleScratch::default();
+    for (split, fen, plies) in [
+        (Split::Training, trained, 6..10u16),
+        (Split::Validation, held, 100..105),
+    ] {
+        let mut batch = HostBatch::default();
+        batch.reset(64);
+        for slot in 0..64 {
+            assert!(
+                source
+                    .fill(split, &mut rng, &mut batch, slot, &mut scratch, &targets)
+                    .unwrap()
+            );
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for slot in 0..64 {
+            let inputs = &batch.inputs[slot * TOKEN_FLOATS..(slot + 1) * TOKEN_FLOATS];
+            assert_eq!(inputs, &encoded(fen)[..], "{split:?} slot {slot}");
+            seen.insert(batch.moves_left[slot] as u16);
+        }
+        assert_eq!(seen, plies.collect(), "{split:?}");
+    }
 }
 
 /// A game from the start: the Italian game's first ten plies.
@@ -297,6 +390,8 @@ fn a_label_with_history_is_the_position_as_the_game_reached_it() {
     .unwrap();
     drop(w);
     let limits = TeacherLimits {
+        window: usize::MAX,
+        validation_window: usize::MAX,
         max_positions: 100,
         validation_share: 0.0,
         temperature: DEFAULT_TEMPERATURE,
@@ -354,6 +449,8 @@ fn refresh_reads_what_was_appended_since_as_a_fresh_open_would() {
         w.append(e).unwrap();
     }
     let limits = TeacherLimits {
+        window: usize::MAX,
+        validation_window: usize::MAX,
         max_positions: usize::MAX,
         validation_share: 0.25,
         temperature: DEFAULT_TEMPERATURE,

@@ -1,4 +1,4 @@
-//! Which backend serves a net: the `[run] backend` setting and `--backend` (`auto`, `tch`,
+//! Which backend serves a net: the `[inference] backend` setting and `--backend` (`auto`, `tch`,
 //! `native`, `material`), and the one rule that resolves `auto`.
 //!
 //! `auto` takes the native backend on a CPU when the net runs in f32, or in bf16 where the

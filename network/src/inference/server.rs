@@ -21,7 +21,7 @@ use crate::backend::{
 use crate::encoding::POLICY_SIZE;
 use crate::model::Net;
 
-/// The largest batch of a server that is not told otherwise (`[run] max_batch`, the servers of
+/// The largest batch of a server that is not told otherwise (`[inference] max_batch`, the servers of
 /// `match`, `ladder`, `puzzles`): 256 positions, past which a CPU pass gains nothing.
 pub const DEFAULT_MAX_BATCH: usize = 256;
 

@@ -226,7 +226,9 @@ impl Lc0Source {
             .filter(|r| !r.marked_for_deletion())
             .take(room)
             .map(Position::of);
-        self.sets.set_mut(held_out).extend(positions);
+        for position in positions {
+            self.sets.push(held_out, position);
+        }
     }
 
     /// Chunks (games) read.

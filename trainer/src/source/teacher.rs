@@ -25,7 +25,9 @@ use rand_chacha::ChaCha8Rng;
 
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
-use cfzero_teacher::label_file::{Label, LabelEntry, LabelFileError, LabelHistory, LabelReader};
+use cfzero_teacher::label_file::{
+    Label, LabelEntry, LabelFileError, LabelHistory, LabelReader, LabelSplit,
+};
 use shakmaty::Position as _;
 
 use super::held::{HeldSets, held_out};
@@ -43,7 +45,14 @@ pub const DEFAULT_TEMPERATURE: f32 = 0.02;
 pub struct TeacherLimits {
     /// Stop reading after this many labels (files in name order).
     pub max_positions: usize,
-    /// Share of labels held out for validation: every `1 / share`-th.
+    /// Training labels kept: the newest this many (a run's teacher labels all run long, and
+    /// the labels of its first generations' near-random games age out as the window's do).
+    pub window: usize,
+    /// Held-out labels kept: the newest this many.
+    pub validation_window: usize,
+    /// Share of labels held out for validation, every `1 / share`-th, in files whose header
+    /// names no split; a file of a run's teacher is on one side as a whole (its header's
+    /// [`LabelSplit`]), as the games its positions come from are.
     pub validation_share: f64,
     /// Temperature of the softmax over expected scores that makes the policy target.
     pub temperature: f32,
@@ -145,7 +154,7 @@ impl TeacherSource {
             path: path.to_path_buf(),
             limits,
             read: RwLock::new(Read {
-                sets: HeldSets::new(),
+                sets: HeldSets::newest(limits.window, limits.validation_window),
                 stats: TeacherStats::default(),
                 files: Vec::new(),
             }),
@@ -198,9 +207,13 @@ impl TeacherSource {
                     stats.invalid += 1;
                     continue;
                 };
-                let held_out = held_out(stats.labels, self.limits.validation_share);
+                let held_out = match reader.header().split {
+                    Some(LabelSplit::Training) => false,
+                    Some(LabelSplit::HeldOut) => true,
+                    None => held_out(stats.labels, self.limits.validation_share),
+                };
                 stats.labels += 1;
-                sets.set_mut(held_out).push(position);
+                sets.push(held_out, position);
             }
             stats.torn += usize::from(reader.torn());
             match known {

@@ -1,6 +1,7 @@
-//! How a game ended: the result and the reason.
+//! How a game ended: the result and the reason (here, where self-play that records games and
+//! the matches that score them both read it).
 
-use cfzero_chess::TerminalReason;
+use crate::TerminalReason;
 use shakmaty::Color;
 
 /// The result of a finished game.
@@ -50,11 +51,13 @@ impl GameResult {
         }
     }
 
-    pub(crate) fn to_byte(self) -> u8 {
+    /// The record format's byte (self-play's game records).
+    pub fn to_byte(self) -> u8 {
         self as u8
     }
 
-    pub(crate) fn from_byte(b: u8) -> Option<GameResult> {
+    /// The result of a record format's byte, if it is one.
+    pub fn from_byte(b: u8) -> Option<GameResult> {
         [GameResult::WhiteWin, GameResult::Draw, GameResult::BlackWin]
             .get(usize::from(b))
             .copied()
@@ -91,14 +94,15 @@ impl Termination {
 
     /// The record format's byte: the rule's index in [`TerminalReason::ALL`], resignation
     /// after them.
-    pub(crate) fn to_byte(self) -> u8 {
+    pub fn to_byte(self) -> u8 {
         match self {
             Termination::Rule(reason) => reason as u8,
             Termination::Resignation => TerminalReason::ALL.len() as u8,
         }
     }
 
-    pub(crate) fn from_byte(b: u8) -> Option<Termination> {
+    /// The termination of a record format's byte, if it is one.
+    pub fn from_byte(b: u8) -> Option<Termination> {
         match TerminalReason::ALL.get(usize::from(b)) {
             Some(&reason) => Some(Termination::Rule(reason)),
             None => {
