@@ -325,15 +325,21 @@ pub fn inference_options(
     device: Device,
     max_batch: usize,
 ) -> InferenceOptions {
-    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let (options, notice) = resolve_inference(precision, backend, device, max_batch);
+    say_once(notice);
+    options
+}
+
+/// Prints `notice` on stderr unless this process printed the same line before: a notice of
+/// how a setting resolves is worth one line, however many times the setting is read.
+fn say_once(notice: String) {
+    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
     if let Ok(mut said) = SAID.lock()
         && !said.contains(&notice)
     {
         eprintln!("{notice}");
         said.push(notice);
     }
-    options
 }
 
 /// [`inference_options`] without the notice on stderr: the options and the one-line notice
@@ -370,19 +376,12 @@ impl Config {
     /// naming the file, and the key and line where it can. A key in its old place is read
     /// from there, with a one-line notice on stderr naming its new place (once per process).
     pub fn load(path: &Path) -> Result<Config> {
-        static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let text = std::fs::read_to_string(path)
             .map_err(|e| user_error(format!("cannot read config {}: {e}", path.display())))?;
         let (config, moved) = Self::parse_with_notices(&text)
             .map_err(|msg| user_error(format!("config {}: {msg}", path.display())))?;
         for notice in moved {
-            let notice = format!("config {}: {notice}", path.display());
-            if let Ok(mut said) = SAID.lock()
-                && !said.contains(&notice)
-            {
-                eprintln!("{notice}");
-                said.push(notice);
-            }
+            say_once(format!("config {}: {notice}", path.display()));
         }
         Ok(config)
     }
