@@ -1,5 +1,5 @@
-//! Files and resume: a lost trainer state does not restart the
-//! learning-rate schedule, the SWA average is part of the trainer state, `--force` refuses
+//! Files and resume: a lost trainer state does not restart the learning-rate schedule, and
+//! no state but the one a net was published with is loaded for it, the SWA average is part of the trainer state, `--force` refuses
 //! another net shape before it touches the frozen config, and temporary files that a killed
 //! run left are removed while young ones (another writer's) stay.
 
@@ -25,7 +25,7 @@ fn a_resume_keeps_the_schedule_the_swa_average_and_the_frozen_config() {
         Some("4"),
         "micro trains 4 steps a generation"
     );
-    let swa = run.join("state/trainer-gen-0001.swa.safetensors");
+    let swa = run.join(format!("{}.swa.safetensors", trainer_state_stem(&run, 1)));
     assert!(swa.exists(), "SWA every 2 steps: an average after 4");
 
     // --force with another net shape is refused, and the frozen config stays as it was.
@@ -60,11 +60,26 @@ fn a_resume_keeps_the_schedule_the_swa_average_and_the_frozen_config() {
         .set_modified(hour_ago)
         .unwrap();
 
-    // The trainer state is lost: the resume goes on at step 4 instead of warming up again.
+    // The trainer state the net was published with is lost, and another trainer's state of
+    // the same generation is there (saved by a trainer whose net never became the published
+    // one; here unreadable, so loading it would fail the resume): it is not loaded, and the
+    // resume goes on from the net at step 4 instead of warming up again.
+    let stem = trainer_state_stem(&run, 1);
+    let tag = stem.rsplit('-').next().unwrap().to_owned();
     std::fs::remove_dir_all(run.join("state")).unwrap();
     std::fs::create_dir(run.join("state")).unwrap();
+    for ext in ["safetensors", "optim"] {
+        let foreign = run.join(format!("state/trainer-gen-0001-0ther000.{ext}"));
+        std::fs::write(foreign, b"another trainer's state").unwrap();
+    }
     let out = train_run(&micro, &run, 2, &["--resume"]);
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "published with the trainer state {tag}, which the run does not hold"
+        )),
+        "{err}"
+    );
     assert!(
         err.contains("fresh optimizer at step 4 (the learning-rate schedule goes on)"),
         "{err}"

@@ -39,7 +39,8 @@ fn a_run_on_an_in_memory_store_trains_through_the_session_code() {
             &network_config(&micro_config()),
         );
     }
-    assert!(cache.join("state/trainer-gen-0002.safetensors").is_file());
+    let state = trainer_state_stem(&cache, 2);
+    assert!(cache.join(format!("{state}.safetensors")).is_file());
     let log = std::fs::read_to_string(cache.join("log.tsv")).unwrap();
     assert_eq!(log.lines().count(), 2, "{log}");
     assert_eq!(stdout.lines().filter(|l| l.starts_with("gen ")).count(), 2);

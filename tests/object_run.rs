@@ -280,14 +280,23 @@ fn a_trainer_and_two_workers_share_a_run_on_s3() {
         std::fs::write(&path, store.get(&key).unwrap().expect(&key)).unwrap();
         check_net(&path, &net_config);
     }
+    let state = trainer_state_stem(&check_dir, 2);
     for key in [
-        "config.toml",
-        "state/trainer-gen-0002.safetensors",
-        "state/trainer-gen-0002.optim",
-        "state/chunk-cursor.json",
+        "config.toml".to_owned(),
+        format!("{state}.safetensors"),
+        format!("{state}.optim"),
+        "state/chunk-cursor.json".to_owned(),
     ] {
-        assert!(store.get(key).unwrap().is_some(), "{key} on the store");
+        assert!(store.get(&key).unwrap().is_some(), "{key} on the store");
     }
+    // Older trainer states leave the store as they leave the cache.
+    let states = store.list_after("state", None).unwrap();
+    assert!(
+        states
+            .iter()
+            .all(|k| !k.starts_with("state/trainer-gen-0001")),
+        "{states:?}"
+    );
     let log = String::from_utf8(store.get("log.tsv").unwrap().unwrap()).unwrap();
     assert_eq!(log.lines().count(), 2, "{log}");
     let tb = store.list_after("tb", None).unwrap();
@@ -320,7 +329,7 @@ fn a_trainer_and_two_workers_share_a_run_on_s3() {
             .iter()
             .find(|k| {
                 k.starts_with(&format!("pgn/gen-{:04}/", name.generation))
-                    && k.ends_with(&format!("-{}-{}.pgn", name.worker, name.bundle))
+                    && k.ends_with(&format!("/{}.pgn", name.stem()))
             })
             .unwrap_or_else(|| panic!("no PGN for {}", name.key()));
         let pgn = dir.join("games.pgn");

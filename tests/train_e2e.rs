@@ -28,8 +28,9 @@ fn two_generations_on_micro() {
     }
     assert!(!run.join("nets/gen-0003.safetensors").exists());
     // The trainer state of the last generation (older ones are pruned).
-    check_net(&run.join("state/trainer-gen-0002.safetensors"), &net_config);
-    assert!(run.join("state/trainer-gen-0002.optim").is_file());
+    let state = trainer_state_stem(&run, 2);
+    check_net(&run.join(format!("{state}.safetensors")), &net_config);
+    assert!(run.join(format!("{state}.optim")).is_file());
 
     // Game records: each decodes, replays legally, and is the same game as in the PGN.
     let mut trainable = 0;

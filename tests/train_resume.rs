@@ -191,7 +191,8 @@ fn resume_after_sigkill_loses_nothing() {
     let frozen: toml::Table =
         toml::from_str(&std::fs::read_to_string(run.join("config.toml")).unwrap()).unwrap();
     let train_config: TrainConfig = frozen["train"].clone().try_into().unwrap();
-    let weights = run.join("state/trainer-gen-0003.safetensors");
+    let stem = trainer_state_stem(&run, 3);
+    let weights = run.join(format!("{stem}.safetensors"));
     let mut learner = Learner::new(
         load_net(&weights, Device::Cpu).unwrap(),
         train_config.clone(),
@@ -204,12 +205,13 @@ fn resume_after_sigkill_loses_nothing() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
+    let name = stem.strip_prefix("state/").unwrap();
     assert_eq!(
         state,
         [
-            "trainer-gen-0003.optim",
-            "trainer-gen-0003.safetensors",
-            "trainer-gen-0003.swa.safetensors"
+            format!("{name}.optim"),
+            format!("{name}.safetensors"),
+            format!("{name}.swa.safetensors")
         ]
     );
     assert!(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use cfzero_store::chunks::{CHUNKS, now_ms};
-use cfzero_store::{ChunkCursor, ChunkName, RunLocation, RunStore};
+use cfzero_store::{Bundle, ChunkCursor, ChunkName, RunLocation, RunStore};
 use clap::Args;
 
 use crate::error::user_error;
@@ -127,14 +127,19 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
             std::thread::spawn(move || -> Result<()> {
                 // Workers start at random phases, as real ones do.
                 std::thread::sleep(interval.mul_f64(rand::random::<f64>()));
+                let mut seq = 0;
                 while !stop.load(Ordering::Relaxed) {
+                    seq += 1;
                     let started = Instant::now();
                     let now = now_ms();
                     let key = ChunkName {
                         uploaded_ms: now,
                         generation: 1,
                         worker: format!("w{w:04}"),
-                        bundle: now,
+                        bundle: Bundle::Numbered {
+                            incarnation: 1,
+                            seq,
+                        },
                         games: chunk_games,
                         positions: chunk_positions,
                     }

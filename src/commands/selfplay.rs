@@ -294,12 +294,12 @@ impl Outbox {
         else {
             return true;
         };
-        if spool.outbox_bytes() > *limit_bytes {
+        if spool.waiting_bytes() > *limit_bytes {
             let waiting = spinner(format!(
-                "spool full ({} MB of chunks the store has not taken): waiting for it",
-                spool.outbox_bytes() >> 20
+                "spool full ({} MB of games the store has not taken): waiting for it",
+                spool.waiting_bytes() >> 20
             ));
-            while spool.outbox_bytes() > *limit_bytes && !stop.load(Ordering::Relaxed) {
+            while spool.waiting_bytes() > *limit_bytes && !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(POLL);
             }
             waiting.finish_and_clear();
@@ -450,6 +450,14 @@ fn first_net(remote: &StoredRun, stop: &AtomicBool) -> Result<Option<u32>> {
             }
             Ok(_) => {
                 waiting.get_or_insert_with(|| spinner("waiting for the run's first net".into()));
+            }
+            // A store that refuses this worker's listing stays refused: no stale net is
+            // played for it.
+            Err(e) if is_user_error(&e) => {
+                return Err(e.context(format!(
+                    "{} refuses this worker a listing of the run's nets",
+                    remote.store().location()
+                )));
             }
             Err(e) => {
                 if let Some(&g) = remote.dir().published()?.last() {

@@ -15,6 +15,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use cfzero_network::checkpoint::read_net_metadata;
+use cfzero_trainer::learner::STATE_KEY;
 
 /// Paths inside one run directory.
 #[derive(Debug, Clone)]
@@ -76,13 +78,57 @@ impl RunDir {
             .join(format!("gen-{g:04}-{worker}.pgn"))
     }
 
-    /// Trainer weights and optimizer state after generation `g`.
-    pub fn trainer_state(&self, g: u32) -> (PathBuf, PathBuf) {
+    /// Trainer weights and optimizer state after generation `g` as the trainer session
+    /// `tag` saved them (`trainer-gen-NNNN-TAG.*`; without a tag the names older versions
+    /// used, `trainer-gen-NNNN.*`).
+    pub fn trainer_state(&self, g: u32, tag: Option<&str>) -> (PathBuf, PathBuf) {
+        let stem = match tag {
+            Some(t) => format!("trainer-gen-{g:04}-{t}"),
+            None => format!("trainer-gen-{g:04}"),
+        };
         let base = self.root.join("state");
         (
-            base.join(format!("trainer-gen-{g:04}.safetensors")),
-            base.join(format!("trainer-gen-{g:04}.optim")),
+            base.join(format!("{stem}.safetensors")),
+            base.join(format!("{stem}.optim")),
         )
+    }
+
+    /// The trainer state published net `g` names ([`STATE_KEY`] in its metadata), or the
+    /// untagged one for a net of an older version. A state of the same generation under
+    /// another tag (saved by a trainer whose net never became the published one) is never it.
+    pub fn state_of(&self, g: u32) -> Result<(PathBuf, PathBuf)> {
+        let tag = read_net_metadata(&self.net(g), STATE_KEY)
+            .with_context(|| format!("reading {}", self.net(g).display()))?;
+        Ok(self.trainer_state(g, tag.as_deref()))
+    }
+
+    /// Every trainer-state file of generation `g`, whatever its tag.
+    pub fn trainer_state_files_of(&self, g: u32) -> Vec<PathBuf> {
+        self.trainer_state_files()
+            .into_iter()
+            .filter(|(n, _)| *n == g)
+            .map(|(_, p)| p)
+            .collect()
+    }
+
+    /// Every trainer-state file in `state/` with its generation.
+    fn trainer_state_files(&self) -> Vec<(u32, PathBuf)> {
+        let Ok(entries) = std::fs::read_dir(self.root.join("state")) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name();
+                let g = name
+                    .to_str()?
+                    .strip_prefix("trainer-gen-")?
+                    .get(..4)?
+                    .parse()
+                    .ok()?;
+                Some((g, e.path()))
+            })
+            .collect()
     }
 
     /// The teacher's label files (`cfzero train` with a teacher).
@@ -143,14 +189,12 @@ impl RunDir {
         Ok(gens)
     }
 
-    /// Removes trainer states older than generation `keep_from`.
+    /// Removes trainer states older than generation `keep_from`, whatever their tags.
     pub fn prune_trainer_states(&self, keep_from: u32) {
-        for g in 0..keep_from {
-            let (w, o) = self.trainer_state(g);
-            let _ = std::fs::remove_file(w.with_extension("json"));
-            let _ = std::fs::remove_file(cfzero_trainer::learner::swa_path(&w));
-            let _ = std::fs::remove_file(w);
-            let _ = std::fs::remove_file(o);
+        for (g, path) in self.trainer_state_files() {
+            if g < keep_from {
+                let _ = std::fs::remove_file(path);
+            }
         }
     }
 }

@@ -18,7 +18,7 @@ use cfzero_network::checkpoint::{
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::window::{Arrival, ReplayWindow};
 use cfzero_store::{FencedStore, RETRY_BUDGET, RetryingStore, RunLocation, RunStore};
-use cfzero_trainer::learner::STEP_KEY;
+use cfzero_trainer::learner::{STATE_KEY, STEP_KEY};
 use cfzero_trainer::{EventWriter, Learner, TrainPrecision};
 use cfzero_trainer::{Mixture, SampleSource, Split};
 use clap::Args;
@@ -154,6 +154,10 @@ pub struct Session {
     /// The games added to the window since the last [`Session::take_arrivals`], once
     /// [`Session::collect_arrivals`] asked for them (a teacher labels them).
     arrivals: Option<Vec<Arrival>>,
+    /// This session's own name for the trainer states it saves, random at each start, and
+    /// named by each net it publishes: a resume loads the state published with its net,
+    /// never one that another trainer saved for the same generation.
+    state_tag: String,
 }
 
 /// Steps that draw each of `new_positions` about `reuse` times in batches of `batch` of which
@@ -299,7 +303,17 @@ impl Session {
             );
         }
         let mut learner = Learner::new(net, config.train.clone());
-        let (weights, optim) = dir.trainer_state(generation);
+        // The state the net was published with, by the tag the net names (none: a net of an
+        // older version, whose state has no tag).
+        let named = read_net_metadata(&dir.net(generation), STATE_KEY)?;
+        let (weights, optim) = dir.trainer_state(generation, named.as_deref());
+        if let Some(tag) = named.as_deref()
+            && !(weights.exists() && optim.exists())
+        {
+            eprintln!(
+                "note: generation {generation}'s net was published with the trainer state {tag}, which the run does not hold; no other state is loaded for it"
+            );
+        }
         if weights.exists() && optim.exists() {
             match learner.load_state(&weights, &optim) {
                 Ok(()) => {}
@@ -352,6 +366,7 @@ impl Session {
             window_weight: 1.0,
             lease,
             arrivals: None,
+            state_tag: format!("{:08x}", rand::random::<u32>()),
         };
         let games = session.load_new_games()?;
         session.new_positions = 0;
@@ -506,9 +521,10 @@ impl Session {
                 self.dir.net(next).display()
             );
         }
-        let (w, o) = self.dir.trainer_state(next);
+        let (w, o) = self.dir.trainer_state(next, Some(&self.state_tag));
         self.learner.save_state(&w, &o)?;
-        self.learner.publish(&self.dir.net(next))?;
+        self.learner
+            .publish(&self.dir.net(next), Some(&self.state_tag))?;
         self.stored.publish(next)?;
         self.dir.prune_trainer_states(next);
         self.generation = next;

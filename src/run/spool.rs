@@ -4,18 +4,22 @@
 //!
 //! ```text
 //! SPOOL/games/gen-0004/W-g00012.cfzg   finished games, one file each (written atomically)
-//! SPOOL/bundling/<bundle>-g0004/...    games being bundled into a chunk (moved here first)
-//! SPOOL/outbox/<bundle>-g0004-n32-p5120.cfzg (+ .pgn)   chunks waiting for upload
+//! SPOOL/bundling/i3s17-g0004/...       games being bundled into a chunk (moved here first)
+//! SPOOL/outbox/i3s17-g0004-n32-p5120.cfzg (+ .pgn)   chunks waiting for upload
 //! SPOOL/next-index                     the next game number (it seeds the games)
-//! SPOOL/last-bundle                    the newest bundle time used (a bundle is always later)
+//! SPOOL/last-number                    the incarnation and number of the newest chunk made
 //! SPOOL/lock                           held by the worker that owns the spool
 //! ```
 //!
-//! Bundling moves the game files into a directory of their own, writes the chunk to the
-//! outbox atomically, then removes that directory: a kill at any point leaves either the
-//! games or the chunk, and [`Spool::open`] finishes what was begun. An outbox chunk leaves
-//! only once the store has it; its key carries the bundle time, so the trainer can tell a
-//! chunk uploaded twice (a kill between the upload and the removal) and reads it once.
+//! A chunk is numbered when it is bundled (`i<incarnation>s<seq>`,
+//! [`cfzero_store::Bundle::Numbered`]): the incarnation is the one this worker process
+//! claimed on the store, the numbers count its chunks from 1 without holes. Bundling moves the
+//! game files into a directory named with the chunk's number, writes the chunk to the outbox
+//! atomically, then removes that directory: a kill at any point leaves either the games or the
+//! chunk, and [`Spool::open`] finishes what was begun. An outbox chunk leaves only once the
+//! store has it, under the name it was bundled with, so a chunk uploaded twice (a kill between
+//! the upload and the removal, or two workers started from one copied cache) is read once.
+//! Chunks bundled by older versions carry their bundle time instead and go up as they are.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -26,7 +30,7 @@ use cfzero_fsutil::write_file_atomically;
 use cfzero_selfplay::GameRecord;
 use cfzero_selfplay::record::{RECORD_EXTENSION, encode_records, read_records};
 use cfzero_store::chunks::now_ms;
-use cfzero_store::{ChunkName, RunStore};
+use cfzero_store::{Bundle, ChunkName, RunStore};
 
 use crate::run::selfplay_phase::{pgn_text, record_prefix};
 
@@ -43,10 +47,10 @@ pub struct Spool {
 pub struct Outgoing {
     /// The chunk's file.
     pub path: PathBuf,
-    /// Its generation, bundle time, games and positions.
+    /// Its generation.
     pub generation: u32,
-    /// When it was bundled, milliseconds since the Unix epoch.
-    pub bundle: u64,
+    /// Which of the worker's chunks it is.
+    pub bundle: Bundle,
     /// Games in it.
     pub games: u32,
     /// Positions in it.
@@ -73,6 +77,11 @@ impl Spool {
             spool.finish_bundle(&dir)?;
         }
         Ok(Some(spool))
+    }
+
+    /// The worker's name.
+    pub fn worker(&self) -> &str {
+        &self.worker
     }
 
     /// Where the games of generation `g` are played into.
@@ -108,9 +117,10 @@ impl Spool {
         Ok((count, oldest))
     }
 
-    /// Bundles every finished game into outbox chunks (one per generation); returns the
-    /// number of chunks made.
-    pub fn bundle(&self) -> Result<usize> {
+    /// Bundles every finished game into outbox chunks (one per generation), numbered in
+    /// `incarnation` (this process's, [`cfzero_store::claim_incarnation`]); returns the number of
+    /// chunks made.
+    pub fn bundle(&self, incarnation: u32) -> Result<usize> {
         let mut made = 0;
         for dir in list(&self.root.join("games"))? {
             let files = self.finished_games(&dir)?;
@@ -120,28 +130,21 @@ impl Spool {
             let Some(generation) = generation_of(&dir) else {
                 continue;
             };
-            // A bundle time of its own, later than any before it even if the clock stepped
-            // back: the trainer relies on a worker's bundles arriving in increasing order
-            // (cfzero_store::chunks::ChunkCursor::compact), and the outbox uploads in order.
-            let mut bundle = now_ms().max(self.last_bundle()? + 1);
-            while self
-                .root
-                .join("bundling")
-                .join(bundle_dir(bundle, generation))
-                .exists()
-                || self.outbox()?.iter().any(|o| o.bundle == bundle)
-            {
-                bundle += 1;
-            }
+            let bundle = Bundle::Numbered {
+                incarnation,
+                seq: self.last_seq(incarnation)? + 1,
+            };
             let target = self
                 .root
                 .join("bundling")
                 .join(bundle_dir(bundle, generation));
-            let last = self.root.join("last-bundle");
-            write_file_atomically(&last, bundle.to_string().as_bytes())
-                .with_context(|| format!("writing {}", last.display()))?;
+            // The directory first: a kill before the record below leaves it, and the next
+            // number is counted past it.
             std::fs::create_dir_all(&target)
                 .with_context(|| format!("creating {}", target.display()))?;
+            let last = self.root.join("last-number");
+            write_file_atomically(&last, bundle.to_string().as_bytes())
+                .with_context(|| format!("writing {}", last.display()))?;
             for f in files {
                 let to = target.join(f.file_name().unwrap_or_default());
                 std::fs::rename(&f, &to)
@@ -153,19 +156,31 @@ impl Spool {
         Ok(made)
     }
 
-    /// The newest bundle time this worker used (0 for none): the one recorded, or any
-    /// in the bundling directory or the outbox.
-    fn last_bundle(&self) -> Result<u64> {
-        let recorded = std::fs::read_to_string(self.root.join("last-bundle"))
+    /// The newest chunk number this worker used in `incarnation` (0 for none): the one
+    /// recorded, or any in the bundling directory or the outbox.
+    fn last_seq(&self, incarnation: u32) -> Result<u64> {
+        let seq_of = |b: Bundle| match b {
+            Bundle::Numbered {
+                incarnation: i,
+                seq,
+            } if i == incarnation => seq,
+            _ => 0,
+        };
+        let recorded = std::fs::read_to_string(self.root.join("last-number"))
             .ok()
-            .and_then(|t| t.trim().parse::<u64>().ok())
-            .unwrap_or(0);
+            .and_then(|t| t.trim().parse::<Bundle>().ok())
+            .map_or(0, seq_of);
         let bundling = list(&self.root.join("bundling"))?
             .iter()
-            .filter_map(|d| parse_bundle_dir(d.file_name()?.to_str()?).map(|(b, _)| b))
+            .filter_map(|d| parse_bundle_dir(d.file_name()?.to_str()?).map(|(b, _)| seq_of(b)))
             .max()
             .unwrap_or(0);
-        let outbox = self.outbox()?.iter().map(|o| o.bundle).max().unwrap_or(0);
+        let outbox = self
+            .outbox()?
+            .iter()
+            .map(|o| seq_of(o.bundle))
+            .max()
+            .unwrap_or(0);
         Ok(recorded.max(bundling).max(outbox))
     }
 
@@ -218,7 +233,7 @@ impl Spool {
                     .strip_suffix(".cfzg")?
                     .to_owned();
                 let mut parts = stem.split('-');
-                let bundle = parts.next()?.parse().ok()?;
+                let bundle: Bundle = parts.next()?.parse().ok()?;
                 let generation = parts.next()?.strip_prefix('g')?.parse().ok()?;
                 let games = parts.next()?.strip_prefix('n')?.parse().ok()?;
                 let positions = parts.next()?.strip_prefix('p')?.parse().ok()?;
@@ -235,19 +250,27 @@ impl Spool {
         Ok(out)
     }
 
-    /// Bytes the outbox holds.
-    pub fn outbox_bytes(&self) -> u64 {
-        list(&self.root.join("outbox")).map_or(0, |files| {
+    /// Bytes of games the store does not have yet: the outbox's chunks and the finished
+    /// games not bundled (which wait for an incarnation while the store cannot be reached).
+    pub fn waiting_bytes(&self) -> u64 {
+        let size = |files: Vec<PathBuf>| -> u64 {
             files
                 .iter()
                 .filter_map(|f| std::fs::metadata(f).ok())
+                .filter(|m| m.is_file())
                 .map(|m| m.len())
                 .sum()
-        })
+        };
+        let games: u64 = list(&self.root.join("games"))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|dir| size(self.finished_games(&dir).unwrap_or_default()))
+            .sum();
+        games + size(list(&self.root.join("outbox")).unwrap_or_default())
     }
 
-    /// Uploads one outbox chunk (its PGN first, under `pgn/gen-N/`), then removes it from
-    /// the outbox; returns its key.
+    /// Uploads one outbox chunk under the name it was bundled with (its PGN first, under
+    /// `pgn/gen-N/`), then removes it from the outbox; returns its key.
     pub fn upload(&self, store: &dyn RunStore, chunk: &Outgoing) -> Result<String> {
         let bytes = std::fs::read(&chunk.path)
             .with_context(|| format!("reading {}", chunk.path.display()))?;
@@ -292,11 +315,11 @@ pub fn backoff(failures: u32) -> Duration {
     Duration::from_secs(1u64 << failures.min(6)).min(Duration::from_secs(60))
 }
 
-fn bundle_dir(bundle: u64, generation: u32) -> String {
+fn bundle_dir(bundle: Bundle, generation: u32) -> String {
     format!("{bundle}-g{generation:04}")
 }
 
-fn parse_bundle_dir(name: &str) -> Option<(u64, u32)> {
+fn parse_bundle_dir(name: &str) -> Option<(Bundle, u32)> {
     let (bundle, generation) = name.split_once("-g")?;
     Some((bundle.parse().ok()?, generation.parse().ok()?))
 }
@@ -364,6 +387,10 @@ mod tests {
         }
     }
 
+    fn numbered(incarnation: u32, seq: u64) -> Bundle {
+        Bundle::Numbered { incarnation, seq }
+    }
+
     #[test]
     fn games_go_to_the_outbox_and_from_there_to_the_store_once() {
         let tmp = tempfile::tempdir().unwrap();
@@ -382,13 +409,19 @@ mod tests {
         std::fs::write(games.join("w-g00003.cfzg.tmp1-0"), b"half").unwrap();
         write_records(&games.join("x-g00000.cfzg"), &[game()]).unwrap();
         assert_eq!(spool.pending().unwrap().0, 3);
-        assert_eq!(spool.bundle().unwrap(), 1);
+        assert_eq!(spool.bundle(2).unwrap(), 1);
         assert_eq!(spool.pending().unwrap().0, 0);
         let outbox = spool.outbox().unwrap();
         assert_eq!(outbox.len(), 1);
+        let first = numbered(2, 1);
         assert_eq!(
-            (outbox[0].games, outbox[0].positions, outbox[0].generation),
-            (3, 6, 1)
+            (
+                outbox[0].bundle,
+                outbox[0].games,
+                outbox[0].positions,
+                outbox[0].generation
+            ),
+            (first, 3, 6, 1)
         );
         let pgn = std::fs::read_to_string(outbox[0].path.with_extension("pgn")).unwrap();
         assert_eq!(
@@ -397,22 +430,44 @@ mod tests {
             "{pgn}"
         );
 
-        // Killed while bundling: the next owner finishes the bundle.
-        let bundle = outbox[0].bundle + 7;
-        let half = root.join("bundling").join(bundle_dir(bundle, 2));
+        // Killed while bundling chunk 2: the next owner finishes the bundle, and its chunks
+        // are numbered past it.
+        let second = numbered(2, 2);
+        let half = root.join("bundling").join(bundle_dir(second, 2));
         std::fs::create_dir_all(&half).unwrap();
         write_records(&half.join("w-g00004.cfzg"), &[game()]).unwrap();
+        // A chunk an older version bundled, named by its bundle time.
+        let timed = root
+            .join("bundling")
+            .join(bundle_dir(Bundle::Timed(1_700_000_000_000), 2));
+        std::fs::create_dir_all(&timed).unwrap();
+        write_records(&timed.join("w-g00003.cfzg"), &[game()]).unwrap();
         drop(spool);
         let spool = reopen(&root);
-        assert!(!half.exists());
+        assert!(!half.exists() && !timed.exists());
         let outbox = spool.outbox().unwrap();
-        assert_eq!(outbox.len(), 2);
+        let made: Vec<(Bundle, u32, u32)> = outbox
+            .iter()
+            .map(|o| (o.bundle, o.games, o.generation))
+            .collect();
         assert_eq!(
-            (outbox[1].bundle, outbox[1].games, outbox[1].generation),
-            (bundle, 1, 2)
+            made,
+            vec![
+                (first, 3, 1),
+                (second, 1, 2),
+                (Bundle::Timed(1_700_000_000_000), 1, 2)
+            ]
         );
+        write_records(&spool.games_dir(1).join("w-g00005.cfzg"), &[game()]).unwrap();
+        assert_eq!(spool.bundle(2).unwrap(), 1);
+        assert_eq!(spool.outbox().unwrap()[2].bundle, numbered(2, 3));
+        // Another incarnation numbers from 1.
+        write_records(&spool.games_dir(1).join("w-g00006.cfzg"), &[game()]).unwrap();
+        assert_eq!(spool.bundle(3).unwrap(), 1);
+        assert_eq!(spool.outbox().unwrap()[3].bundle, numbered(3, 1));
 
         let store = LocalStore::new(&tmp.path().join("store"));
+        let outbox = spool.outbox().unwrap();
         for chunk in &outbox {
             let key = spool.upload(&store, chunk).unwrap();
             let name = ChunkName::parse(&key).unwrap();
@@ -428,26 +483,110 @@ mod tests {
             assert_eq!(games.len() as u32, chunk.games);
         }
         assert!(spool.outbox().unwrap().is_empty());
-        assert_eq!(store.list_after("pgn", None).unwrap().len(), 2);
-        assert_eq!(spool.outbox_bytes(), 0);
+        assert_eq!(store.list_after("pgn", None).unwrap().len(), 5);
+        assert_eq!(spool.waiting_bytes(), 0);
 
-        // Bundles only increase, even after their upload and a clock that stepped back (here:
-        // bundle times far ahead of the clock, as from a clock that ran fast before).
-        let ahead = now_ms() + 3_600_000;
-        std::fs::write(root.join("last-bundle"), ahead.to_string()).unwrap();
-        for g in [3, 4] {
-            std::fs::create_dir_all(spool.games_dir(g)).unwrap();
+        // Numbers only increase within an incarnation, after their upload too.
+        std::fs::create_dir_all(spool.games_dir(4)).unwrap();
+        write_records(&spool.games_dir(4).join("w-g00007.cfzg"), &[game()]).unwrap();
+        assert_eq!(spool.bundle(3).unwrap(), 1);
+        assert_eq!(spool.outbox().unwrap()[0].bundle, numbered(3, 2));
+    }
+
+    /// Copies the directory `from` to `to`, as a user copying a worker's cache does.
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy_dir(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), &target).unwrap();
+            }
         }
-        write_records(&spool.games_dir(3).join("w-g00005.cfzg"), &[game()]).unwrap();
-        write_records(&spool.games_dir(4).join("w-g00006.cfzg"), &[game()]).unwrap();
-        assert_eq!(spool.bundle().unwrap(), 2);
-        let bundles: Vec<u64> = spool.outbox().unwrap().iter().map(|o| o.bundle).collect();
-        assert_eq!(bundles, vec![ahead + 1, ahead + 2]);
+    }
+
+    /// A game told apart from the others by its `generation` field.
+    fn marked(mark: u32) -> GameRecord {
+        GameRecord {
+            generation: mark,
+            ..game()
+        }
+    }
+
+    #[test]
+    fn two_workers_from_one_copied_cache_and_a_retried_upload_lose_and_double_nothing() {
+        use cfzero_store::{ChunkCursor, claim_incarnation};
+        let tmp = tempfile::tempdir().unwrap();
+        let store = LocalStore::new(&tmp.path().join("store"));
+        let root = tmp.path().join("spool");
+        let spool = Spool::open(&root, "w").unwrap().unwrap();
+        let first = claim_incarnation(&store, "w", "first").unwrap();
+        std::fs::create_dir_all(spool.games_dir(1)).unwrap();
+        for (i, mark) in [10, 11].into_iter().enumerate() {
+            let file = spool.games_dir(1).join(format!("w-g{i:05}.cfzg"));
+            write_records(&file, &[marked(mark)]).unwrap();
+        }
+        assert_eq!(spool.bundle(first).unwrap(), 1);
+        // Uploaded, then killed before the chunk left the outbox: it goes up again.
+        let chunk = spool.outbox().unwrap().remove(0);
+        let kept = std::fs::read(&chunk.path).unwrap();
+        spool.upload(&store, &chunk).unwrap();
+        std::fs::write(&chunk.path, kept).unwrap();
+        drop(spool);
+
+        // The cache copied to a second machine; both workers start from it.
+        let copy = tmp.path().join("copy");
+        copy_dir(&root, &copy);
+        let spools = [reopen(&root), reopen(&copy)];
+        for (spool, marks) in spools.iter().zip([[20, 21], [30, 31]]) {
+            let incarnation = claim_incarnation(&store, "w", "again").unwrap();
+            assert_ne!(incarnation, first);
+            // The same game numbers on both: the copied next-index.
+            let at = spool.reserve(2).unwrap();
+            std::fs::create_dir_all(spool.games_dir(2)).unwrap();
+            for (i, mark) in marks.into_iter().enumerate() {
+                let file = spool
+                    .games_dir(2)
+                    .join(format!("w-g{:05}.cfzg", at + i as u64));
+                write_records(&file, &[marked(mark)]).unwrap();
+            }
+            assert_eq!(spool.bundle(incarnation).unwrap(), 1);
+        }
+        for spool in &spools {
+            for chunk in spool.outbox().unwrap() {
+                spool.upload(&store, &chunk).unwrap();
+            }
+        }
+
+        // The trainer reads every game once.
+        let mut cursor = ChunkCursor::new(Duration::from_secs(300));
+        let mut marks = Vec::new();
+        for key in cursor.poll_all(&store).unwrap().new {
+            if !cursor.consumed(&key) {
+                let bytes = store.get(&key).unwrap().unwrap();
+                let games =
+                    cfzero_selfplay::record::decode_records(&bytes, Path::new(&key)).unwrap();
+                marks.extend(games.iter().map(|g| g.generation));
+            }
+            cursor.consume(&key);
+        }
+        marks.sort_unstable();
+        assert_eq!(marks, vec![10, 11, 20, 21, 30, 31]);
+        assert!(
+            cursor
+                .check_holes(now_ms(), Duration::from_secs(600))
+                .is_empty()
+        );
     }
 
     #[test]
     fn names_round_trip() {
-        assert_eq!(parse_bundle_dir(&bundle_dir(17, 3)), Some((17, 3)));
+        let b = numbered(4, 17);
+        assert_eq!(parse_bundle_dir(&bundle_dir(b, 3)), Some((b, 3)));
+        let t = Bundle::Timed(1_700_000_000_000);
+        assert_eq!(parse_bundle_dir(&bundle_dir(t, 3)), Some((t, 3)));
         assert_eq!(generation_of(Path::new("x/gen-0012")), Some(12));
         assert_eq!(backoff(0), Duration::from_secs(1));
         assert_eq!(backoff(3), Duration::from_secs(8));

@@ -8,11 +8,13 @@
 //! ```text
 //! config.toml                       the frozen config (written by the trainer)
 //! nets/gen-0003.safetensors         published nets, created only if absent (the commit point)
-//! state/trainer-gen-0003.*          the trainer state after generation 3 (weights, optimizer,
-//!                                   SWA, step), uploaded before the net
+//! state/trainer-gen-0003-TAG.*      the trainer state after generation 3 (weights, optimizer,
+//!                                   SWA, step), uploaded before the net, which names its TAG
 //! state/chunk-cursor.json           where the trainer's ingest of chunks stands
-//! chunks/<ms>-g<gen>-<worker>-...   the workers' games, one object per chunk
-//! pgn/gen-0003/<ms>-<worker>-...pgn the same games as PGN, one object per chunk
+//! chunks/<ms>-g<gen>-<worker>-i<incarnation>s<seq>-...   the workers' games, one object
+//!                                   per chunk, numbered per uploader's start
+//! pgn/gen-0003/<worker>-i<incarnation>s<seq>.pgn   the same games as PGN, one per chunk
+//! workers/<worker>/<incarnation>    an uploader's start, claimed create-if-absent
 //! log.tsv, tb/...                   the trainer's log and TensorBoard files
 //! teacher/labels-NN.cfl             a teacher's labels (`train --teacher`), as of the last
 //!                                   generation published; `held-out-NN.cfl` those of the
@@ -33,8 +35,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use cfzero_fsutil::write_file_atomically;
-use cfzero_store::chunks::CHUNKS;
-use cfzero_store::{ChunkCursor, ChunkName, RunLocation, RunStore};
+use cfzero_store::chunks::{CHUNKS, now_ms};
+use cfzero_store::{
+    Bundle, ChunkCursor, ChunkName, HoleEvent, RunLocation, RunStore, claim_incarnation,
+};
 use url::Url;
 
 use crate::run::dir::RunDir;
@@ -49,6 +53,12 @@ pub const CURSOR_KEY: &str = "state/chunk-cursor.json";
 /// later one was seen (a slow upload, or clocks that differ by more) waits for the next full
 /// listing.
 pub const CHUNK_GRACE: Duration = Duration::from_secs(300);
+
+/// How long the trainer waits for the chunks of a hole in a worker's numbered chunks (a later
+/// one listed, an earlier one not) before it reports them and goes on without them. A worker
+/// uploads its chunks one at a time, in order, so a hole is a listing that missed a chunk
+/// (the next poll finds it) or a chunk deleted from the store by hand.
+pub const HOLE_WAIT: Duration = Duration::from_secs(600);
 
 /// How often the trainer lists every chunk, to find those the quick polls cannot see.
 pub const FULL_LISTING_EVERY: Duration = Duration::from_secs(60);
@@ -98,6 +108,8 @@ pub struct StoredRun {
     last_full_listing: Option<std::time::Instant>,
     /// The length of each growing file (a teacher's labels) as last uploaded.
     uploaded: std::sync::Mutex<std::collections::HashMap<PathBuf, u64>>,
+    /// The incarnation this process claimed for its own uploads and the last number used.
+    own_stream: std::sync::Mutex<Option<(u32, u64)>>,
 }
 
 impl StoredRun {
@@ -111,6 +123,7 @@ impl StoredRun {
             cursor: ChunkCursor::new(CHUNK_GRACE),
             last_full_listing: None,
             uploaded: Default::default(),
+            own_stream: Default::default(),
         }
     }
 
@@ -321,16 +334,17 @@ impl StoredRun {
         // before it uploaded them: the store is the truth.
         for g in self.dir.published()? {
             if g > newest {
-                let (w, o) = self.dir.trainer_state(g);
-                for p in trainer_state_files(&w, &o).iter().chain([&self.dir.net(g)]) {
+                for p in self.dir.trainer_state_files_of(g) {
                     let _ = std::fs::remove_file(p);
                 }
+                let _ = std::fs::remove_file(self.dir.net(g));
             }
         }
         for g in [0, newest] {
             self.pull_net(g)?;
         }
-        let (w, o) = self.dir.trainer_state(newest);
+        // The state the newest net names, and no other of its generation.
+        let (w, o) = self.dir.state_of(newest)?;
         for p in trainer_state_files(&w, &o) {
             self.pull(&p)?;
         }
@@ -351,9 +365,14 @@ impl StoredRun {
         chunks.sort_by_key(|c| std::cmp::Reverse(c.uploaded_ms));
         let mut positions = 0u64;
         let mut pulled = 0;
+        let mut seen = std::collections::HashSet::new();
         for c in chunks {
             if positions >= window_positions as u64 {
                 break;
+            }
+            // A chunk uploaded twice is listed under two keys and counts once.
+            if !seen.insert(c.stem()) {
+                continue;
             }
             positions += c.positions;
             // The trainer's own games of this cache are here already, under their own names.
@@ -405,7 +424,7 @@ impl StoredRun {
         let full = self
             .last_full_listing
             .is_none_or(|t| t.elapsed() >= FULL_LISTING_EVERY);
-        let (keys, listing) = if full {
+        let keys = if full {
             let listing = self.cursor.poll_all(self.store.as_ref())?;
             self.last_full_listing = Some(std::time::Instant::now());
             if listing.behind > 0 {
@@ -415,9 +434,9 @@ impl StoredRun {
                     self.cursor.grace().as_secs()
                 );
             }
-            (listing.new.clone(), Some(listing))
+            listing.new
         } else {
-            (self.cursor.poll(self.store.as_ref())?, None)
+            self.cursor.poll(self.store.as_ref())?
         };
         let mut pulled = 0;
         for key in keys {
@@ -434,8 +453,23 @@ impl StoredRun {
             }
             self.cursor.consume(&key);
         }
-        if let Some(listing) = listing {
-            self.cursor.compact(&listing.all);
+        for event in self.cursor.check_holes(now_ms(), HOLE_WAIT) {
+            match event {
+                HoleEvent::Waiting(h) => eprintln!(
+                    "note: chunk(s) {}-{} of {} not listed while later ones are: waiting up to {} s for them",
+                    h.first,
+                    h.last,
+                    h.stream,
+                    HOLE_WAIT.as_secs()
+                ),
+                HoleEvent::Skipped(h) => eprintln!(
+                    "warning: chunk(s) {}-{} of {} missing for {} s: going on without them (read if they still come)",
+                    h.first,
+                    h.last,
+                    h.stream,
+                    h.waited.as_secs()
+                ),
+            }
         }
         Ok(pulled)
     }
@@ -448,7 +482,7 @@ impl StoredRun {
         if self.in_place {
             return Ok(());
         }
-        let (w, o) = self.dir.trainer_state(g);
+        let (w, o) = self.dir.state_of(g)?;
         for p in trainer_state_files(&w, &o) {
             self.push(&p)?;
         }
@@ -465,6 +499,23 @@ impl StoredRun {
                 key,
                 self.store.location()
             );
+        }
+        self.prune_states(g)
+    }
+
+    /// Removes the store's trainer states of generations before `g`, as the cache does: a
+    /// resume reads only the newest net's, so the store keeps a few objects under `state/`
+    /// however long the run.
+    fn prune_states(&self, g: u32) -> Result<()> {
+        for key in self.store.list_after("state", None)? {
+            let old = key
+                .strip_prefix("state/trainer-gen-")
+                .and_then(|rest| rest.get(..4))
+                .and_then(|n| n.parse::<u32>().ok())
+                .is_some_and(|n| n < g);
+            if old {
+                self.store.delete(&key)?;
+            }
         }
         Ok(())
     }
@@ -527,6 +578,23 @@ impl StoredRun {
         self.push_tree(&self.dir.tensorboard())
     }
 
+    /// The number of this process's next chunk of `worker`, claiming an incarnation at the
+    /// first. A failed upload leaves a hole its successor steps over after [`HOLE_WAIT`]: the
+    /// trainer's own games are in its cache already, and a trainer that fails to publish
+    /// stops.
+    fn next_own_bundle(&self, worker: &str) -> Result<Bundle> {
+        let mut own = self.own_stream.lock().expect("never poisoned");
+        let (incarnation, seq) = match *own {
+            Some((incarnation, seq)) => (incarnation, seq + 1),
+            None => {
+                let note = format!("{} pid {}", worker, std::process::id());
+                (claim_incarnation(self.store.as_ref(), worker, &note)?, 1)
+            }
+        };
+        *own = Some((incarnation, seq));
+        Ok(Bundle::Numbered { incarnation, seq })
+    }
+
     /// Uploads the games of `files` (records of generation `g`) as one chunk of `worker`,
     /// with their PGN: a trainer that plays its own games keeps them on the store, so that a
     /// successor elsewhere has them.
@@ -541,12 +609,12 @@ impl StoredRun {
         if games.is_empty() {
             return Ok(());
         }
-        let now = cfzero_store::chunks::now_ms();
+        let bundle = self.next_own_bundle(worker)?;
         let name = ChunkName {
-            uploaded_ms: now,
+            uploaded_ms: now_ms(),
             generation: g,
             worker: worker.to_owned(),
-            bundle: now,
+            bundle,
             games: games.len() as u32,
             positions: games.iter().map(|g| g.positions.len() as u64).sum(),
         };

@@ -7,6 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use cfzero_store::chunks::now_ms;
+use cfzero_store::claim_incarnation;
+
 use crate::error::is_user_error;
 use crate::run::spool::{Spool, backoff};
 use crate::run::stored_run::StoredRun;
@@ -39,6 +42,14 @@ pub fn sync_loop(
     let mut next_try = Instant::now();
     let mut last_net_check = Instant::now();
     let mut flush_until: Option<Instant> = None;
+    // Chunks are numbered in this process's own incarnation, claimed once the store answers.
+    let mut incarnation: Option<u32> = None;
+    let note = format!(
+        "worker {} pid {} started {} ms",
+        spool.worker(),
+        std::process::id(),
+        now_ms()
+    );
     loop {
         let stop = stopping.load(Ordering::Relaxed);
         if stop && flush_until.is_none() {
@@ -48,21 +59,22 @@ pub fn sync_loop(
         let old = oldest
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age >= options.chunk_age);
-        if pending > 0 && (stop || old || pending >= options.chunk_games) {
-            spool.bundle()?;
+        if let Some(i) = incarnation
+            && pending > 0
+            && (stop || old || pending >= options.chunk_games)
+        {
+            spool.bundle(i)?;
         }
         if Instant::now() >= next_try {
             let mut reachable = true;
-            for chunk in spool.outbox()? {
-                match spool.upload(store, &chunk) {
-                    Ok(_) => uploaded += 1,
+            let mut attempt = |result: Result<()>| -> Result<bool> {
+                match result {
+                    Ok(()) => Ok(true),
                     // Retrying cannot fix credentials or a missing bucket: the worker ends.
-                    Err(e) if is_user_error(&e) => {
-                        return Err(e.context(format!(
-                            "{} refuses this worker's uploads; its games stay in the spool",
-                            store.location()
-                        )));
-                    }
+                    Err(e) if is_user_error(&e) => Err(e.context(format!(
+                        "{} refuses this worker's uploads; its games stay in the spool",
+                        store.location()
+                    ))),
                     Err(e) => {
                         if failures == 0 {
                             eprintln!(
@@ -72,6 +84,21 @@ pub fn sync_loop(
                         }
                         failures += 1;
                         next_try = Instant::now() + backoff(failures);
+                        Ok(false)
+                    }
+                }
+            };
+            if incarnation.is_none() {
+                match claim_incarnation(store, spool.worker(), &note) {
+                    Ok(i) => incarnation = Some(i),
+                    Err(e) => reachable = attempt(Err(e.into()))?,
+                }
+            }
+            if reachable {
+                for chunk in spool.outbox()? {
+                    if attempt(spool.upload(store, &chunk).map(|_| ()))? {
+                        uploaded += 1;
+                    } else {
                         reachable = false;
                         break;
                     }
@@ -87,9 +114,19 @@ pub fn sync_loop(
                 failures = 0;
                 if last_net_check.elapsed() >= NET_POLL {
                     last_net_check = Instant::now();
-                    // A failure here is the store going away again: the uploads notice.
-                    if let Ok(Some(g)) = remote.newest_net() {
-                        let _ = remote.pull_net(g);
+                    // A transient failure here is the store going away again: the uploads
+                    // notice. A refusal ends the worker: it would play a stale net for good.
+                    match remote.newest_net() {
+                        Ok(Some(g)) => {
+                            let _ = remote.pull_net(g);
+                        }
+                        Err(e) if is_user_error(&e) => {
+                            return Err(e.context(format!(
+                                "{} refuses this worker a listing of the run's nets",
+                                store.location()
+                            )));
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -101,8 +138,9 @@ pub fn sync_loop(
             }
             if flush_until.is_some_and(|t| Instant::now() >= t) {
                 eprintln!(
-                    "warning: {} chunk(s) stay in the spool: this worker uploads them when it next starts",
-                    spool.outbox()?.len()
+                    "warning: {} chunk(s) and {} game(s) stay in the spool: this worker uploads them when it next starts",
+                    spool.outbox()?.len(),
+                    spool.pending()?.0
                 );
                 return Ok(uploaded);
             }

@@ -9,13 +9,19 @@
 //! (a third of the lease)? The trainer's store abandons any write that takes longer than a
 //! quarter of the lease ([`crate::ObjectRunStore::set_request_budget`]), so a write that
 //! passed the fence has landed or been given up before the lease could expire, and a lease
-//! renewal's own requests are bounded the same way. What remains is a stall of more than the
-//! margin between the check and the request leaving the machine (microseconds); the net is
-//! written last and only if absent, so even then two trainers never both publish a
-//! generation.
+//! renewal's own requests are bounded the same way. What remains is a stall between the check
+//! and the request leaving the machine longer than the slack, the margin less the write
+//! budget (a twelfth of the lease); the net is written last and only if absent, so even then
+//! two trainers never both publish a generation.
+//!
+//! No wall clock decides: the fence counts the lease's time on this machine's monotonic
+//! clock from when its last renewal was sent, and a successor takes an expired lease over only
+//! once the lease object has stayed unchanged for a whole time to live on its own monotonic
+//! clock ([`crate::ObjectRunStore`]'s `acquire_lease`), so clock skew between the machines
+//! and wall-clock steps on either cannot let both write.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::lease::{Lease, LeaseInner};
 use crate::{ObjectInfo, RunStore, StoreError};
@@ -32,8 +38,9 @@ pub struct Fence {
 
 #[derive(Debug)]
 struct FenceState {
-    /// When the lease expires unless renewed (`None`: an OS lock, which never expires).
-    expires: Option<SystemTime>,
+    /// When the lease expires unless renewed, on the monotonic clock (`None`: an OS lock,
+    /// which never expires).
+    expires: Option<Instant>,
     /// Why it is no longer ours, once a renewal found out.
     lost: Option<String>,
 }
@@ -80,27 +87,27 @@ impl Fence {
         let Some(expires) = state.expires else {
             return Ok(());
         };
-        let now = SystemTime::now();
-        match expires.duration_since(now) {
-            Ok(left) if left >= self.margin => Ok(()),
-            Ok(left) => Err(fenced(format!(
+        let now = Instant::now();
+        match expires.checked_duration_since(now) {
+            Some(left) if left >= self.margin => Ok(()),
+            Some(left) => Err(fenced(format!(
                 "the trainer lease expires in {:.1} s, less than the {:.1} s a write must leave (renewals are failing)",
                 left.as_secs_f64(),
                 self.margin.as_secs_f64()
             ))),
-            Err(e) => Err(fenced(format!(
+            None => Err(fenced(format!(
                 "the trainer lease expired {:.1} s ago (this trainer stalled past it, so another may have taken the run over)",
-                e.duration().as_secs_f64()
+                now.duration_since(expires).as_secs_f64()
             ))),
         }
     }
 }
 
 /// The expiry of `lease` as the fence reads it.
-fn expiry_of(lease: &Lease) -> Option<SystemTime> {
+fn expiry_of(lease: &Lease) -> Option<Instant> {
     match lease.inner {
         LeaseInner::File(_) => None,
-        LeaseInner::Object { .. } => Some(lease.expires),
+        LeaseInner::Object { .. } => lease.valid_until,
     }
 }
 

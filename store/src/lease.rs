@@ -1,6 +1,6 @@
 //! The trainer lease: who trains a run, and until when.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +13,9 @@ pub struct Lease {
     pub(crate) holder: String,
     pub(crate) ttl: Duration,
     pub(crate) expires: SystemTime,
+    /// When it expires by this machine's monotonic clock: a time to live after the request
+    /// that wrote it was sent (no wall clock, this machine's or another's, moves it).
+    pub(crate) valid_until: Option<Instant>,
     pub(crate) inner: LeaseInner,
 }
 
@@ -59,6 +62,10 @@ pub(crate) struct LeaseRecord {
     pub holder: String,
     /// Expiry, milliseconds since the Unix epoch (wall clock of the holder's machine).
     pub expires_unix_ms: u64,
+    /// The holder's time to live in milliseconds: how long a successor watches the lease
+    /// unchanged before it takes it over (absent in leases of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
 }
 
 impl LeaseRecord {
@@ -67,7 +74,17 @@ impl LeaseRecord {
         LeaseRecord {
             holder: holder.to_owned(),
             expires_unix_ms: unix_ms(SystemTime::now() + ttl),
+            ttl_ms: Some(ttl.as_millis() as u64),
         }
+    }
+
+    /// How long a successor watches the lease unchanged before it takes it over: the
+    /// holder's time to live (at most an hour), or the successor's own `ttl` for a lease of an
+    /// older version.
+    pub fn watch(&self, ttl: Duration) -> Duration {
+        self.ttl_ms
+            .map_or(ttl, Duration::from_millis)
+            .min(Duration::from_secs(3600))
     }
 
     /// The expiry as a time.
@@ -75,9 +92,14 @@ impl LeaseRecord {
         UNIX_EPOCH + Duration::from_millis(self.expires_unix_ms)
     }
 
-    /// Whether it has expired.
+    /// Whether it has expired by this machine's clock.
     pub fn expired(&self) -> bool {
         self.expires() <= SystemTime::now()
+    }
+
+    /// Whether its holder gave it up ([`crate::RunStore::release_lease`]).
+    pub fn released(&self) -> bool {
+        self.expires_unix_ms == 0
     }
 
     /// ` (lease expires in N s)` for messages.

@@ -16,6 +16,7 @@
 //!   writes on its ETag) on object storage.
 
 pub mod chunks;
+pub mod cursor;
 pub mod fence;
 mod lease;
 pub mod local;
@@ -25,7 +26,8 @@ pub mod retry;
 
 use std::time::Duration;
 
-pub use chunks::{ChunkCursor, ChunkName, FullListing};
+pub use chunks::{Bundle, ChunkName, claim_incarnation};
+pub use cursor::{ChunkCursor, FullListing, Hole, HoleEvent};
 pub use fence::{Fence, FencedStore};
 pub use lease::Lease;
 pub use local::LocalStore;

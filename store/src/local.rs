@@ -204,6 +204,7 @@ impl RunStore for LocalStore {
             ttl: Duration::MAX,
             // An OS lock lasts as long as its process: it never needs renewing.
             expires: SystemTime::now() + Duration::from_secs(100 * 365 * 86_400),
+            valid_until: None,
             inner: LeaseInner::File(file),
         })
     }

@@ -12,7 +12,7 @@
 //! (`CFZERO_STORE_RETRY_SECONDS` to change it).
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures::TryStreamExt;
 use object_store::aws::AmazonS3Builder;
@@ -291,16 +291,16 @@ impl ObjectRunStore {
     /// store may recover from.
     fn backend(&self, key: &str, e: &object_store::Error) -> StoreError {
         let location = format!("{}/{key}", self.location.trim_end_matches('/'));
-        match e {
-            object_store::Error::PermissionDenied { .. }
-            | object_store::Error::Unauthenticated { .. } => StoreError::Refused {
+        if refuses(e) {
+            StoreError::Refused {
                 location,
                 message: one_line(e),
-            },
-            _ => StoreError::Backend {
+            }
+        } else {
+            StoreError::Backend {
                 location,
                 message: one_line(e),
-            },
+            }
         }
     }
 
@@ -313,6 +313,28 @@ impl ObjectRunStore {
                 message: format!("no such bucket ({})", one_line(e)),
             },
             _ => self.backend(key, e),
+        }
+    }
+
+    /// Waits until the lease object has stayed at `version` for `ttl` on this machine's
+    /// monotonic clock, reading it a few times meanwhile. `Err(None)` if it changed (its holder
+    /// renewed it, or another trainer took it); `Err(Some(e))` if a read failed.
+    fn watch_lease(
+        &self,
+        version: &UpdateVersion,
+        ttl: Duration,
+    ) -> Result<(), Option<StoreError>> {
+        let seen = Instant::now();
+        loop {
+            let left = ttl.saturating_sub(seen.elapsed());
+            if left.is_zero() {
+                return Ok(());
+            }
+            std::thread::sleep(left.min(ttl / 8).max(Duration::from_millis(10)));
+            match self.read_lease(ttl).map_err(Some)? {
+                Some((_, v)) if v.e_tag == version.e_tag && v.version == version.version => {}
+                _ => return Err(None),
+            }
         }
     }
 
@@ -367,6 +389,7 @@ impl ObjectRunStore {
                 let record = serde_json::from_slice(&bytes).unwrap_or(LeaseRecord {
                     holder: "an unreadable trainer.lease object".to_owned(),
                     expires_unix_ms: u64::MAX,
+                    ttl_ms: None,
                 });
                 Ok(Some((record, version)))
             }
@@ -383,6 +406,37 @@ fn io_runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .worker_threads(1)
         .enable_all()
         .build()
+}
+
+/// Whether the store refused a request for good: 401 and 403; a redirect (the bucket lives in
+/// another region, or the endpoint is wrong); any other 4xx answer (an expired token, a bad
+/// signature, a malformed request: the same request fails the same way) except a timeout, a
+/// conflict, a throttle, or S3's 400 `RequestTimeout` (a connection too slow, which a retry
+/// can mend). `object_store` reports these statuses only in its error's text.
+fn refuses(e: &object_store::Error) -> bool {
+    match e {
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => return true,
+        // The other statuses (404, 304, 409, 412) have variants of their own, which the
+        // callers read as answers, not failures.
+        object_store::Error::Generic { .. } => {}
+        _ => return false,
+    }
+    let text = e.to_string();
+    if text.contains("redirect without LOCATION") {
+        return true;
+    }
+    let status = text
+        .split("status code: ")
+        .nth(1)
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse::<u16>().ok());
+    match status {
+        Some(300..=399) => true,
+        Some(408 | 409 | 429) => false,
+        Some(400..=499) => !text.contains("<Code>RequestTimeout</Code>"),
+        _ => false,
+    }
 }
 
 /// An `object_store` error on one line (its messages nest sources over several lines).
@@ -487,6 +541,7 @@ impl RunStore for ObjectRunStore {
 
     fn acquire_lease(&self, holder: &str, ttl: Duration) -> Result<Lease, StoreError> {
         let record = LeaseRecord::new(holder, ttl);
+        let sent = Instant::now();
         let version = match self.write_lease(&record, PutMode::Create, ttl)? {
             Some(v) => v,
             None => {
@@ -496,7 +551,7 @@ impl RunStore for ObjectRunStore {
                     // Released between the two requests: try once more from the start.
                     return self
                         .write_lease(&record, PutMode::Create, ttl)?
-                        .map(|v| lease(holder, ttl, &record, v))
+                        .map(|v| lease(holder, ttl, &record, v, sent))
                         .ok_or_else(|| StoreError::Leased {
                             run: self.location.clone(),
                             holder: "another trainer".to_owned(),
@@ -511,13 +566,22 @@ impl RunStore for ObjectRunStore {
                 if !current.expired() && current.holder != holder {
                     return Err(held(&current));
                 }
+                // Expired by this machine's clock, which may differ from the holder's: unless
+                // the holder gave it up (or is this trainer), it is taken only once it has
+                // stayed unchanged for the holder's whole time to live on this machine's
+                // monotonic clock, in which a live holder renews it twice.
+                if !current.released() && current.holder != holder {
+                    self.watch_lease(&current_version, current.watch(ttl))
+                        .map_err(|e| e.unwrap_or_else(|| held(&current)))?;
+                }
+                let sent = Instant::now();
                 match self.write_lease(&record, PutMode::Update(current_version), ttl)? {
-                    Some(v) => v,
+                    Some(v) => return Ok(lease(holder, ttl, &record, v, sent)),
                     None => return Err(held(&current)),
                 }
             }
         };
-        Ok(lease(holder, ttl, &record, version))
+        Ok(lease(holder, ttl, &record, version, sent))
     }
 
     fn renew_lease(&self, lease: &mut Lease) -> Result<(), StoreError> {
@@ -529,9 +593,11 @@ impl RunStore for ObjectRunStore {
             e_tag: e_tag.clone(),
             version: version.clone(),
         };
+        let sent = Instant::now();
         match self.write_lease(&record, PutMode::Update(current), lease.ttl)? {
             Some(v) => {
                 lease.expires = record.expires();
+                lease.valid_until = Some(sent + lease.ttl);
                 lease.inner = LeaseInner::Object {
                     e_tag: v.e_tag,
                     version: v.version,
@@ -544,6 +610,7 @@ impl RunStore for ObjectRunStore {
             None => match self.read_lease(lease.ttl)? {
                 Some((current, v)) if current.holder == lease.holder => {
                     lease.expires = current.expires();
+                    lease.valid_until = Some(sent + lease.ttl);
                     lease.inner = LeaseInner::Object {
                         e_tag: v.e_tag,
                         version: v.version,
@@ -567,6 +634,7 @@ impl RunStore for ObjectRunStore {
         let record = LeaseRecord {
             holder: lease.holder,
             expires_unix_ms: 0,
+            ttl_ms: None,
         };
         self.write_lease(
             &record,
@@ -577,15 +645,126 @@ impl RunStore for ObjectRunStore {
     }
 }
 
-/// The held lease of `record` at `version`.
-fn lease(holder: &str, ttl: Duration, record: &LeaseRecord, version: UpdateVersion) -> Lease {
+/// The held lease of `record` at `version`, written by a request sent at `sent`.
+fn lease(
+    holder: &str,
+    ttl: Duration,
+    record: &LeaseRecord,
+    version: UpdateVersion,
+    sent: Instant,
+) -> Lease {
     Lease {
         holder: holder.to_owned(),
         ttl,
         expires: record.expires().max(SystemTime::now()),
+        valid_until: Some(sent + ttl),
         inner: LeaseInner::Object {
             e_tag: version.e_tag,
             version: version.version,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error as `object_store`'s S3 client reports a status, in its text.
+    fn answered(text: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: format!("Error performing GET http://s3/bucket/k in 3ms - {text}").into(),
+        }
+    }
+
+    #[test]
+    fn what_a_retry_cannot_mend_is_a_refusal() {
+        let refused = [
+            "Server returned non-2xx status code: 400 Bad Request: <Error><Code>ExpiredToken</Code></Error>",
+            "Server returned non-2xx status code: 301 Moved Permanently: ",
+            "Received redirect without LOCATION, this normally indicates an incorrectly configured region",
+            "Server returned non-2xx status code: 405 Method Not Allowed: ",
+        ];
+        for text in refused {
+            assert!(refuses(&answered(text)), "{text}");
+        }
+        let transient = [
+            "Server returned non-2xx status code: 400 Bad Request: <Error><Code>RequestTimeout</Code></Error>",
+            "Server returned non-2xx status code: 429 Too Many Requests: ",
+            "Server returned non-2xx status code: 503 Service Unavailable: <Code>SlowDown</Code>",
+            "error sending request: connection refused",
+        ];
+        for text in transient {
+            assert!(!refuses(&answered(text)), "{text}");
+        }
+        let denied = object_store::Error::PermissionDenied {
+            path: "k".into(),
+            source: "403".into(),
+        };
+        assert!(refuses(&denied));
+    }
+
+    fn memory() -> Arc<ObjectRunStore> {
+        Arc::new(ObjectRunStore::with_client(
+            Arc::new(object_store::memory::InMemory::new()),
+            "runs/l",
+            "memory://runs/l",
+        ))
+    }
+
+    /// A lease whose holder's clock runs behind this machine's: its record looks expired here.
+    fn behind(store: &ObjectRunStore, ttl: Duration) -> UpdateVersion {
+        let record = LeaseRecord {
+            holder: "slow_clock".into(),
+            expires_unix_ms: crate::lease::unix_ms(SystemTime::now()) - 10_000,
+            ttl_ms: Some(ttl.as_millis() as u64),
+        };
+        store
+            .write_lease(&record, PutMode::Create, ttl)
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_lease_that_looks_expired_is_taken_only_after_a_whole_ttl_unchanged() {
+        let ttl = Duration::from_millis(800);
+        // Its holder renews it (by its own clock, still behind): no takeover.
+        let store = memory();
+        let mut version = behind(&store, ttl);
+        let renewer = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for _ in 0..4 {
+                    std::thread::sleep(ttl / 4);
+                    let record = LeaseRecord {
+                        holder: "slow_clock".into(),
+                        expires_unix_ms: crate::lease::unix_ms(SystemTime::now()) - 10_000,
+                        ttl_ms: Some(ttl.as_millis() as u64),
+                    };
+                    version = store
+                        .write_lease(&record, PutMode::Update(version), ttl)
+                        .unwrap()
+                        .unwrap();
+                }
+            })
+        };
+        match store.acquire_lease("successor", ttl) {
+            Err(StoreError::Leased { holder, .. }) => assert_eq!(holder, "slow_clock"),
+            other => panic!("took a lease its holder renews: {other:?}"),
+        }
+        renewer.join().unwrap();
+
+        // Nobody renews it: taken, after a whole time to live.
+        let store = memory();
+        behind(&store, ttl);
+        let start = Instant::now();
+        let lease = store.acquire_lease("successor", ttl).unwrap();
+        assert!(start.elapsed() >= ttl, "{:?}", start.elapsed());
+        assert_eq!(lease.holder(), "successor");
+        // A released lease is taken at once.
+        store.release_lease(lease).unwrap();
+        let start = Instant::now();
+        store.acquire_lease("third", ttl).unwrap();
+        assert!(start.elapsed() < ttl, "{:?}", start.elapsed());
     }
 }

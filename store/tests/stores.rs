@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cfzero_store::{
-    ChunkCursor, ChunkName, Fence, FencedStore, LocalStore, ObjectRunStore, RetryingStore,
+    Bundle, ChunkCursor, ChunkName, Fence, FencedStore, LocalStore, ObjectRunStore, RetryingStore,
     RunStore, StoreError,
 };
 use s3_server::S3Server;
@@ -188,15 +188,9 @@ fn a_poll_costs_the_same_however_many_chunks_were_consumed() {
     // Chunks one second apart (upload times of the past), as workers name them.
     let mut put = |worker: &str| {
         let ms = 1_700_000_000_000 + written * 1000;
-        let name = ChunkName {
-            uploaded_ms: ms,
-            generation: 1,
-            worker: worker.to_owned(),
-            bundle: ms,
-            games: 1,
-            positions: 10,
-        };
-        store.put(&name.key(), b"games").unwrap();
+        store
+            .put(&chunk_key(ms, worker, written + 1), b"games")
+            .unwrap();
         written += 1;
     };
     for batch in [10, 1000] {
@@ -225,24 +219,43 @@ fn a_poll_costs_the_same_however_many_chunks_were_consumed() {
     assert_eq!(polls, [1, 1], "requests per poll");
 }
 
-/// An in-memory object store whose writes, while `lose` is set, answer with a server error:
-/// after landing (a 5xx or a dropped connection after the store committed a write), or
-/// without landing while `land` is unset.
-#[derive(Debug)]
-struct LosesAnswers {
-    inner: object_store::memory::InMemory,
+/// Uploads that land while a listing is under way: each `(trigger, path, bytes)` lands
+/// between two pages once the listing has read past `trigger`.
+type Landing = Arc<std::sync::Mutex<std::collections::VecDeque<(String, String, Vec<u8>)>>>;
+
+/// An in-memory object store with weather. Its writes, while `lose` is set, answer with a
+/// server error: after landing (a 5xx or a dropped connection after the store committed a
+/// write), or without landing while `land` is unset. With `page` > 0 its listings come in
+/// pages of that many keys, each read by a request of its own after the last key of the one
+/// before (as S3 continues a listing), with uploads landing between pages ([`Landing`]), in a
+/// page already read or in one still to come.
+#[derive(Debug, Default)]
+struct Weather {
+    inner: Arc<object_store::memory::InMemory>,
     lose: std::sync::atomic::AtomicBool,
     land: std::sync::atomic::AtomicBool,
+    page: usize,
+    landing: Landing,
 }
 
-impl std::fmt::Display for LosesAnswers {
+impl Weather {
+    /// Fair weather: writes land and are answered, listings come in one request.
+    fn fair() -> Weather {
+        Weather {
+            land: true.into(),
+            ..Weather::default()
+        }
+    }
+}
+
+impl std::fmt::Display for Weather {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LosesAnswers({})", self.inner)
+        write!(f, "Weather({})", self.inner)
     }
 }
 
 #[async_trait::async_trait]
-impl object_store::ObjectStore for LosesAnswers {
+impl object_store::ObjectStore for Weather {
     async fn put_opts(
         &self,
         location: &object_store::path::Path,
@@ -250,7 +263,7 @@ impl object_store::ObjectStore for LosesAnswers {
         opts: object_store::PutOptions,
     ) -> object_store::Result<object_store::PutResult> {
         let error = || object_store::Error::Generic {
-            store: "LosesAnswers",
+            store: "Weather",
             source: "500 Internal Server Error".into(),
         };
         if !self.land.load(std::sync::atomic::Ordering::SeqCst) {
@@ -293,7 +306,51 @@ impl object_store::ObjectStore for LosesAnswers {
         &self,
         prefix: Option<&object_store::path::Path>,
     ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        self.inner.list(prefix)
+        use futures::{StreamExt, TryStreamExt};
+        if self.page == 0 {
+            return self.inner.list(prefix);
+        }
+        use object_store::ObjectStoreExt;
+        let (inner, landing, page) = (self.inner.clone(), self.landing.clone(), self.page);
+        let prefix = prefix.cloned();
+        let start: (Option<object_store::path::Path>, bool) = (None, false);
+        futures::stream::unfold(start, move |(after, done)| {
+            let (inner, landing, prefix) = (inner.clone(), landing.clone(), prefix.clone());
+            async move {
+                if done {
+                    return None;
+                }
+                if let Some(a) = &after {
+                    let mut due = Vec::new();
+                    {
+                        let mut landing = landing.lock().unwrap();
+                        while landing
+                            .front()
+                            .is_some_and(|(t, _, _)| t.as_str() <= a.as_ref())
+                        {
+                            due.extend(landing.pop_front());
+                        }
+                    }
+                    for (_, key, bytes) in due {
+                        let path = object_store::path::Path::from(key);
+                        inner.put(&path, bytes.into()).await.unwrap();
+                    }
+                }
+                let mut next: Vec<object_store::ObjectMeta> =
+                    inner.list(prefix.as_ref()).try_collect().await.unwrap();
+                next.retain(|m| after.as_ref().is_none_or(|a| m.location > *a));
+                next.sort_by(|a, b| a.location.cmp(&b.location));
+                next.truncate(page);
+                let done = next.len() < page;
+                let last = next.last().map(|m| m.location.clone()).or(after);
+                Some((
+                    futures::stream::iter(next.into_iter().map(Ok)),
+                    (last, done),
+                ))
+            }
+        })
+        .flatten()
+        .boxed()
     }
 
     async fn list_with_delimiter(
@@ -315,10 +372,9 @@ impl object_store::ObjectStore for LosesAnswers {
 
 #[test]
 fn a_create_whose_answer_was_lost_is_still_ours() {
-    let flaky = Arc::new(LosesAnswers {
-        inner: object_store::memory::InMemory::new(),
+    let flaky = Arc::new(Weather {
         lose: true.into(),
-        land: true.into(),
+        ..Weather::fair()
     });
     let store = ObjectRunStore::with_client(flaky.clone(), "runs/x", "memory://runs/x");
     // The write landed and its answer was a 500: the object holds our bytes, so it is ours
@@ -364,11 +420,7 @@ fn a_create_whose_answer_was_lost_is_still_ours() {
 /// over by itself.
 #[test]
 fn a_renewal_whose_answer_was_lost_keeps_the_lease() {
-    let flaky = Arc::new(LosesAnswers {
-        inner: object_store::memory::InMemory::new(),
-        lose: false.into(),
-        land: true.into(),
-    });
+    let flaky = Arc::new(Weather::fair());
     let store = ObjectRunStore::with_client(flaky.clone(), "runs/x", "memory://runs/x");
     let ttl = Duration::from_secs(60);
     let mut lease = store.acquire_lease("trainer@host1", ttl).unwrap();
@@ -398,10 +450,9 @@ fn a_renewal_whose_answer_was_lost_keeps_the_lease() {
 #[test]
 fn a_retrying_store_rides_out_an_outage_and_nothing_else() {
     use std::sync::atomic::Ordering::SeqCst;
-    let flaky = Arc::new(LosesAnswers {
-        inner: object_store::memory::InMemory::new(),
-        lose: false.into(),
+    let flaky = Arc::new(Weather {
         land: false.into(),
+        ..Weather::fair()
     });
     let raw: Arc<dyn RunStore> = Arc::new(ObjectRunStore::with_client(
         flaky.clone(),
@@ -521,6 +572,22 @@ fn a_directory_lease_never_fences() {
     assert_eq!(raw.get("log.tsv").unwrap().as_deref(), Some(&b"1"[..]));
 }
 
+/// The key of chunk `seq` of `worker`'s first incarnation, its upload begun at `ms`.
+fn chunk_key(ms: u64, worker: &str, seq: u64) -> String {
+    ChunkName {
+        uploaded_ms: ms,
+        generation: 1,
+        worker: worker.to_owned(),
+        bundle: Bundle::Numbered {
+            incarnation: 1,
+            seq,
+        },
+        games: 1,
+        positions: 10,
+    }
+    .key()
+}
+
 #[test]
 fn a_full_listing_finds_what_the_quick_polls_cannot_see() {
     let store = ObjectRunStore::with_client(
@@ -529,33 +596,108 @@ fn a_full_listing_finds_what_the_quick_polls_cannot_see() {
         "memory://runs/x",
     );
     let now = cfzero_store::chunks::now_ms();
-    let chunk = |ms: u64, worker: &str, bundle: u64| ChunkName {
-        uploaded_ms: ms,
-        generation: 1,
-        worker: worker.to_owned(),
-        bundle,
-        games: 1,
-        positions: 10,
-    };
     let mut cursor = ChunkCursor::new(Duration::from_secs(300));
-    let on_time = chunk(now, "on_time", now).key();
+    let on_time = chunk_key(now, "on_time", 1);
     store.put(&on_time, b"games").unwrap();
     for k in cursor.poll(&store).unwrap() {
         cursor.consume(&k);
     }
     // A worker whose clock runs 10 minutes slow: its key lies before the quick polls' window.
-    let slow = chunk(now - 600_000, "slow", now - 600_000).key();
+    let slow = chunk_key(now - 600_000, "slow", 1);
     store.put(&slow, b"games").unwrap();
     assert!(cursor.poll(&store).unwrap().is_empty());
     let full = cursor.poll_all(&store).unwrap();
     assert_eq!(full.new, vec![slow.clone()]);
     assert_eq!(full.behind, 1);
-    assert_eq!(full.all.len(), 2);
+    assert_eq!(full.listed, 2);
     cursor.consume(&slow);
-    cursor.compact(&full.all);
-    // Consumed once: neither listing offers it again, nor the same bundle uploaded again.
-    let again = chunk(now + 1, "slow", now - 600_000).key();
+    // Consumed once: neither listing offers it again, nor the same chunk uploaded again.
+    let again = chunk_key(now + 1, "slow", 1);
     store.put(&again, b"games").unwrap();
     assert!(cursor.poll(&store).unwrap().is_empty());
     assert!(cursor.poll_all(&store).unwrap().new.is_empty());
+}
+
+/// Workers upload numbered chunks in order while the trainer's listings page: a chunk that
+/// lands in a page already read while its successor lands in a later one, and a chunk uploaded
+/// twice under two keys. Every chunk is consumed exactly once, and none is given up.
+#[test]
+fn chunks_landing_while_a_listing_pages_are_each_consumed_once() {
+    let pages = Arc::new(Weather {
+        page: 1,
+        ..Weather::fair()
+    });
+    let store = ObjectRunStore::with_client(pages.clone(), "runs/p", "memory://runs/p");
+    let base = cfzero_store::chunks::now_ms() - 3_600_000;
+    let full = |k: &str| format!("runs/p/{k}");
+    let mut next_seq: std::collections::BTreeMap<&str, u64> = Default::default();
+    let mut uploaded: Vec<(String, u64)> = Vec::new();
+    let mut upload = |ms: u64, worker: &'static str| {
+        let seq = next_seq.entry(worker).or_insert(0);
+        *seq += 1;
+        uploaded.push((worker.to_owned(), *seq));
+        (chunk_key(ms, worker, *seq), *seq)
+    };
+    let mut consumed: std::collections::BTreeMap<(String, u64), u32> = Default::default();
+    let mut take = |cursor: &mut ChunkCursor, keys: Vec<String>| {
+        for k in keys {
+            if !cursor.consumed(&k) {
+                let n = ChunkName::parse(&k).unwrap();
+                let Bundle::Numbered { seq, .. } = n.bundle else {
+                    panic!("{k}")
+                };
+                *consumed.entry((n.worker.clone(), seq)).or_default() += 1;
+            }
+            cursor.consume(&k);
+        }
+    };
+    let mut cursor = ChunkCursor::new(Duration::from_secs(300));
+    let mut waited = 0;
+    let wait = Duration::from_secs(600);
+    for round in 0..20u64 {
+        let t = base + round * 10_000;
+        // Chunks that are there before the listing starts.
+        let mut before = Vec::new();
+        for (i, w) in ["a", "b", "c"].into_iter().enumerate() {
+            let (k, seq) = upload(t + i as u64, w);
+            store.put(&k, b"games").unwrap();
+            before.push((k, seq));
+        }
+        // While the listing pages: once it has read b's chunk, worker a's next chunk (its
+        // upload began at t + 1, so its key lies behind b's) lands; once it has read c's, a's
+        // chunk after that (begun at t + 5000) lands ahead; then a's first chunk of the round
+        // is uploaded again, a retry under a new key.
+        let (behind, _) = upload(t + 1, "a");
+        let (ahead, _) = upload(t + 5_000, "a");
+        let retry = chunk_key(t + 6_000, "a", before[0].1);
+        {
+            let mut landing = pages.landing.lock().unwrap();
+            landing.push_back((full(&before[1].0), full(&behind), b"games".to_vec()));
+            landing.push_back((full(&before[2].0), full(&ahead), b"games".to_vec()));
+            landing.push_back((full(&ahead), full(&retry), b"games".to_vec()));
+        }
+        let new = if round % 2 == 0 {
+            cursor.poll_all(&store).unwrap().new
+        } else {
+            cursor.poll(&store).unwrap()
+        };
+        take(&mut cursor, new);
+        let left: Vec<_> = pages.landing.lock().unwrap().drain(..).collect();
+        assert!(left.is_empty(), "uploads that never landed: {left:?}");
+        for event in cursor.check_holes(t, wait) {
+            match event {
+                cfzero_store::HoleEvent::Waiting(_) => waited += 1,
+                skipped => panic!("{skipped:?}"),
+            }
+        }
+    }
+    for _ in 0..2 {
+        let new = cursor.poll_all(&store).unwrap().new;
+        take(&mut cursor, new);
+    }
+    assert!(waited > 0, "no listing saw a chunk land behind its page");
+    let once: std::collections::BTreeMap<(String, u64), u32> =
+        uploaded.into_iter().map(|u| (u, 1)).collect();
+    assert_eq!(consumed, once);
+    assert!(cursor.check_holes(base + 10_000_000, wait).is_empty());
 }

@@ -432,6 +432,17 @@ pub fn check_pgn(pgn: &Path, games: &[CheckedGame]) {
 }
 
 /// Loads a net file (published net or trainer weights) and checks its shape.
+/// The stem of the trainer state that published net `g` of the run in `run` (a directory or
+/// a cache) names, `state/trainer-gen-NNNN-TAG`: add `.safetensors`, `.optim` or
+/// `.swa.safetensors`.
+pub fn trainer_state_stem(run: &Path, g: u32) -> String {
+    let net = run.join(format!("nets/gen-{g:04}.safetensors"));
+    let tag = cfzero_network::checkpoint::read_net_metadata(&net, "cfzero.trainer_state")
+        .unwrap()
+        .unwrap_or_else(|| panic!("{} names no trainer state", net.display()));
+    format!("state/trainer-gen-{g:04}-{tag}")
+}
+
 pub fn check_net(path: &Path, config: &NetworkConfig) {
     let net = load_net(path, Device::Cpu).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert_eq!(&net.config, config, "{}", path.display());

@@ -21,6 +21,10 @@ use crate::sample::HostBatch;
 /// Metadata key of a published net: the training step at which it was published.
 pub const STEP_KEY: &str = "cfzero.trainer_step";
 
+/// Metadata key of a published net: the name of the trainer state saved with it (the trainer
+/// session's tag), so that a resume loads that state and no other.
+pub const STATE_KEY: &str = "cfzero.trainer_state";
+
 /// Where [`Learner::save_state`] keeps the SWA average: beside the trainer weights,
 /// `NAME.swa.safetensors`.
 pub fn swa_path(weights: &Path) -> std::path::PathBuf {
@@ -223,12 +227,14 @@ impl Learner {
 
     /// Writes the net to publish (the SWA average when there is one, else the current
     /// weights) to `path`, atomically, with the training step in its metadata
-    /// ([`STEP_KEY`]), from which a run that lost its trainer state continues its schedule.
-    pub fn publish(&self, path: &Path) -> Result<(), CheckpointError> {
-        let step = [(STEP_KEY, self.opt.step.to_string())];
+    /// ([`STEP_KEY`]), from which a run that lost its trainer state continues its schedule,
+    /// and the name of the trainer state saved with it, if any ([`STATE_KEY`]).
+    pub fn publish(&self, path: &Path, state: Option<&str>) -> Result<(), CheckpointError> {
+        let mut meta = vec![(STEP_KEY, self.opt.step.to_string())];
+        meta.extend(state.map(|s| (STATE_KEY, s.to_owned())));
         match self.swa_net(path)? {
-            Some(average) => save_net_with(&average, path, &step),
-            None => save_net_with(&self.net, path, &step),
+            Some(average) => save_net_with(&average, path, &meta),
+            None => save_net_with(&self.net, path, &meta),
         }
     }
 

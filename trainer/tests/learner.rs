@@ -104,7 +104,7 @@ fn publish_writes_the_swa_average_or_the_weights() {
     learner.step(&batch);
     let second = weights(learner.net());
     let path = dir.path().join("swa.safetensors");
-    learner.publish(&path).unwrap();
+    learner.publish(&path, None).unwrap();
     let average: BTreeMap<String, Tensor> = first
         .iter()
         .map(|(name, t)| (name.clone(), (t + &second[name]) / 2.0))
@@ -116,7 +116,7 @@ fn publish_writes_the_swa_average_or_the_weights() {
     let mut plain = Learner::new(micro_net(31), train_config(1e-2, 0));
     plain.step(&batch);
     let path = dir.path().join("plain.safetensors");
-    plain.publish(&path).unwrap();
+    plain.publish(&path, None).unwrap();
     let published = weights(&load_net(&path, Device::Cpu).unwrap());
     assert_eq!(max_difference(&published, &weights(plain.net())), 0.0);
 }

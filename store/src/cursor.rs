@@ -1,0 +1,389 @@
+//! The trainer's cursor over the chunks: which it has consumed, exactly, and where its quick
+//! polls start.
+//!
+//! Consumption is counted per stream ([`ChunkName::stream`]): an uploader's incarnation
+//! numbers its chunks 1, 2, 3, ... and uploads them in order, so a stream is a floor (every
+//! chunk up to it consumed) and the few consumed above it. The floor moves only over
+//! chunks the cursor has seen itself, never because a listing seemed to be complete: a
+//! paginated listing is no snapshot, and a chunk that lands in a page already read is simply
+//! found by a later poll. A chunk above a hole waits there; a hole older than the wait the
+//! caller gives ([`ChunkCursor::check_holes`]) is reported and stepped over, and its chunks
+//! are still read if they come after all.
+//!
+//! Time only makes polls cheap: a quick poll ([`ChunkCursor::poll`]) lists the keys named
+//! after the newest upload time seen, less the grace window, and never after this machine's
+//! own clock less the grace (so a worker whose clock runs fast cannot move the window past
+//! the others). A key named before the window (a worker whose clock runs slow, an upload
+//! slower than the window) is found by the next full listing ([`ChunkCursor::poll_all`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::chunks::{Bundle, CHUNKS, ChunkName, now_ms};
+use crate::{RunStore, StoreError};
+
+/// What a trainer has consumed of the chunks, and where its quick polls start. Serialisable,
+/// so a trainer's successor goes on where it stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkCursor {
+    /// The newest upload time seen, milliseconds since the Unix epoch (uploaders' clocks).
+    newest_ms: u64,
+    /// The grace window in milliseconds.
+    grace_ms: u64,
+    /// Numbered streams, by [`ChunkName::stream`].
+    #[serde(default)]
+    streams: BTreeMap<String, Stream>,
+    /// Timed chunks (of older versions), per worker: every bundle up to this one consumed.
+    #[serde(default)]
+    bundles: BTreeMap<String, u64>,
+    /// Timed chunks, per worker: the bundles consumed above its floor in `bundles`.
+    #[serde(default)]
+    consumed: BTreeMap<String, BTreeSet<u64>>,
+}
+
+/// What is consumed of one numbered stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Stream {
+    /// Every chunk up to this number is consumed, or was skipped as a hole.
+    floor: u64,
+    /// The chunks consumed above `floor` (all above a hole).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    above: BTreeSet<u64>,
+    /// When the hole below `above` was first seen, by this machine's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hole_since_ms: Option<u64>,
+    /// The holes stepped over, as inclusive ranges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    skipped: Vec<(u64, u64)>,
+    /// Chunks of skipped holes that came after all and were consumed.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    late: BTreeSet<u64>,
+}
+
+impl Stream {
+    fn consumed(&self, seq: u64) -> bool {
+        if seq <= self.floor {
+            !self.in_skipped(seq) || self.late.contains(&seq)
+        } else {
+            self.above.contains(&seq)
+        }
+    }
+
+    fn in_skipped(&self, seq: u64) -> bool {
+        self.skipped.iter().any(|&(a, b)| (a..=b).contains(&seq))
+    }
+
+    fn consume(&mut self, seq: u64) {
+        if seq <= self.floor {
+            if self.in_skipped(seq) {
+                self.late.insert(seq);
+            }
+            return;
+        }
+        self.above.insert(seq);
+        self.settle();
+    }
+
+    /// Moves the floor over the consumed chunks right above it.
+    fn settle(&mut self) {
+        while self.above.first() == Some(&(self.floor + 1)) {
+            self.above.pop_first();
+            self.floor += 1;
+        }
+        if self.above.is_empty() {
+            self.hole_since_ms = None;
+        }
+    }
+
+    /// The hole below the consumed chunks above the floor, if any.
+    fn hole(&self) -> Option<(u64, u64)> {
+        self.above.first().map(|&first| (self.floor + 1, first - 1))
+    }
+}
+
+/// A hole in a stream: chunks numbered `first..=last` not seen while a later one was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hole {
+    /// The stream ([`ChunkName::stream`]: `<worker>/<incarnation>`).
+    pub stream: String,
+    /// The first missing chunk's number.
+    pub first: u64,
+    /// The last missing chunk's number.
+    pub last: u64,
+    /// How long it has been waited for.
+    pub waited: Duration,
+}
+
+/// What [`ChunkCursor::check_holes`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoleEvent {
+    /// A new hole: its chunks are waited for.
+    Waiting(Hole),
+    /// A hole waited for as long as allowed, now stepped over (its chunks are still read if
+    /// they come).
+    Skipped(Hole),
+}
+
+/// What a full listing found ([`ChunkCursor::poll_all`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FullListing {
+    /// How many chunk keys the run holds.
+    pub listed: usize,
+    /// Those not consumed yet, ascending.
+    pub new: Vec<String>,
+    /// How many of `new` lie before the quick polls' window.
+    pub behind: usize,
+}
+
+impl ChunkCursor {
+    /// A cursor before every chunk, with `grace` for uploads that land late (quick polls
+    /// find uploads later than that only at the next full listing).
+    pub fn new(grace: Duration) -> ChunkCursor {
+        ChunkCursor {
+            grace_ms: grace.as_millis() as u64,
+            ..ChunkCursor::default()
+        }
+    }
+
+    /// The grace window.
+    pub fn grace(&self) -> Duration {
+        Duration::from_millis(self.grace_ms)
+    }
+
+    /// The key a quick poll lists after: the grace window before the newest upload time seen
+    /// or before now, whichever is earlier (`None` before any chunk).
+    pub fn list_from(&self) -> Option<String> {
+        (self.newest_ms > 0).then(|| {
+            let anchor = self.newest_ms.min(now_ms());
+            format!("{CHUNKS}/{:013}", anchor.saturating_sub(self.grace_ms))
+        })
+    }
+
+    /// Whether `key`'s chunk was consumed already (under this key or another).
+    pub fn consumed(&self, key: &str) -> bool {
+        ChunkName::parse(key).is_some_and(|n| self.consumed_name(&n))
+    }
+
+    fn consumed_name(&self, n: &ChunkName) -> bool {
+        match n.bundle {
+            Bundle::Numbered { seq, .. } => self
+                .streams
+                .get(&n.stream())
+                .is_some_and(|s| s.consumed(seq)),
+            Bundle::Timed(bundle) => {
+                self.bundles
+                    .get(&n.worker)
+                    .is_some_and(|&floor| bundle <= floor)
+                    || self
+                        .consumed
+                        .get(&n.worker)
+                        .is_some_and(|set| set.contains(&bundle))
+            }
+        }
+    }
+
+    /// Marks `key` consumed and moves the window on.
+    pub fn consume(&mut self, key: &str) {
+        let Some(name) = ChunkName::parse(key) else {
+            return;
+        };
+        self.newest_ms = self.newest_ms.max(name.uploaded_ms);
+        if self.consumed_name(&name) {
+            return;
+        }
+        match name.bundle {
+            Bundle::Numbered { seq, .. } => {
+                self.streams.entry(name.stream()).or_default().consume(seq);
+            }
+            Bundle::Timed(bundle) => {
+                self.consumed.entry(name.worker).or_default().insert(bundle);
+            }
+        }
+    }
+
+    /// Looks at the holes of every stream at `now_ms` (this machine's clock): a new one is
+    /// [`HoleEvent::Waiting`]; one seen `wait` or longer ago is stepped over
+    /// ([`HoleEvent::Skipped`]). Call it after each poll; an empty answer is the usual one.
+    pub fn check_holes(&mut self, now_ms: u64, wait: Duration) -> Vec<HoleEvent> {
+        let mut events = Vec::new();
+        for (name, stream) in &mut self.streams {
+            let Some((first, last)) = stream.hole() else {
+                continue;
+            };
+            let hole = |since: u64| Hole {
+                stream: name.clone(),
+                first,
+                last,
+                waited: Duration::from_millis(now_ms.saturating_sub(since)),
+            };
+            match stream.hole_since_ms {
+                None => {
+                    stream.hole_since_ms = Some(now_ms);
+                    events.push(HoleEvent::Waiting(hole(now_ms)));
+                }
+                Some(since) if now_ms.saturating_sub(since) >= wait.as_millis() as u64 => {
+                    events.push(HoleEvent::Skipped(hole(since)));
+                    stream.skipped.push((first, last));
+                    stream.floor = last;
+                    stream.settle();
+                    // A further hole higher up is waited for from now.
+                    stream.hole_since_ms = stream.hole().map(|_| now_ms);
+                }
+                Some(_) => {}
+            }
+        }
+        events
+    }
+
+    /// A quick poll: the chunk keys after [`ChunkCursor::list_from`] not consumed yet,
+    /// ascending (one listing request). The caller consumes each once it has what it needs
+    /// of it.
+    pub fn poll(&self, store: &dyn RunStore) -> Result<Vec<String>, StoreError> {
+        let keys = store.list_after(CHUNKS, self.list_from().as_deref())?;
+        Ok(self.new_among(keys))
+    }
+
+    /// A full listing: the chunk keys of the run not consumed yet, ascending, and how many of
+    /// these lie before [`ChunkCursor::list_from`] (missed by the quick polls). Costs a
+    /// listing request per thousand chunks of the run.
+    pub fn poll_all(&self, store: &dyn RunStore) -> Result<FullListing, StoreError> {
+        let all = store.list_after(CHUNKS, None)?;
+        let listed = all.len();
+        let from = self.list_from();
+        let new = self.new_among(all);
+        let behind = new
+            .iter()
+            .filter(|k| from.as_deref().is_some_and(|f| k.as_str() <= f))
+            .count();
+        Ok(FullListing {
+            listed,
+            new,
+            behind,
+        })
+    }
+
+    /// The parsed, unconsumed keys of `keys`, ascending.
+    fn new_among(&self, keys: Vec<String>) -> Vec<String> {
+        keys.into_iter()
+            .filter(|k| ChunkName::parse(k).is_some() && !self.consumed(k))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered(ms: u64, worker: &str, incarnation: u32, seq: u64) -> String {
+        ChunkName {
+            uploaded_ms: ms,
+            generation: 3,
+            worker: worker.to_owned(),
+            bundle: Bundle::Numbered { incarnation, seq },
+            games: 32,
+            positions: 4711,
+        }
+        .key()
+    }
+
+    fn timed(ms: u64, worker: &str, bundle: u64) -> String {
+        ChunkName {
+            uploaded_ms: ms,
+            generation: 3,
+            worker: worker.to_owned(),
+            bundle: Bundle::Timed(bundle),
+            games: 32,
+            positions: 4711,
+        }
+        .key()
+    }
+
+    #[test]
+    fn each_chunk_is_consumed_once_and_the_floor_moves_only_over_consumed_ones() {
+        let mut c = ChunkCursor::new(Duration::from_secs(10));
+        assert_eq!(c.list_from(), None);
+        let a1 = numbered(1_000_000, "a", 1, 1);
+        let a2 = numbered(1_001_000, "a", 1, 2);
+        let a3 = numbered(1_002_000, "a", 1, 3);
+        c.consume(&a1);
+        c.consume(&a3);
+        assert!(c.consumed(&a1) && c.consumed(&a3) && !c.consumed(&a2));
+        assert_eq!(c.streams["a/1"].floor, 1);
+        // The same chunk uploaded again later, and another incarnation's chunk 2.
+        assert!(c.consumed(&numbered(1_005_000, "a", 1, 3)));
+        assert!(!c.consumed(&numbered(1_005_000, "a", 2, 2)));
+        c.consume(&a2);
+        assert_eq!(c.streams["a/1"].floor, 3);
+        assert!(c.streams["a/1"].above.is_empty());
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<ChunkCursor>(&json).unwrap(), c);
+    }
+
+    #[test]
+    fn a_hole_is_waited_for_then_reported_skipped_and_still_read_if_it_comes() {
+        let mut c = ChunkCursor::new(Duration::from_secs(10));
+        let wait = Duration::from_secs(600);
+        c.consume(&numbered(1_000_000, "w", 1, 1));
+        assert!(c.check_holes(5_000_000, wait).is_empty());
+        c.consume(&numbered(1_003_000, "w", 1, 4));
+        let hole = Hole {
+            stream: "w/1".into(),
+            first: 2,
+            last: 3,
+            waited: Duration::ZERO,
+        };
+        assert_eq!(
+            c.check_holes(5_000_000, wait),
+            vec![HoleEvent::Waiting(hole.clone())]
+        );
+        assert!(c.check_holes(5_000_000 + 599_999, wait).is_empty());
+        assert!(!c.consumed(&numbered(1_001_000, "w", 1, 2)));
+        assert_eq!(
+            c.check_holes(5_600_000, wait),
+            vec![HoleEvent::Skipped(Hole {
+                waited: wait,
+                ..hole
+            })]
+        );
+        assert_eq!(c.streams["w/1"].floor, 4);
+        assert!(c.check_holes(9_000_000, wait).is_empty());
+        // Chunk 3 comes after all: read once.
+        let late = numbered(1_002_000, "w", 1, 3);
+        assert!(!c.consumed(&late));
+        c.consume(&late);
+        assert!(c.consumed(&late));
+        assert!(!c.consumed(&numbered(1_001_000, "w", 1, 2)));
+        // Chunks above the floor keep coming as before.
+        c.consume(&numbered(1_004_000, "w", 1, 5));
+        assert_eq!(c.streams["w/1"].floor, 5);
+    }
+
+    #[test]
+    fn a_fast_clock_does_not_move_the_window_past_now() {
+        let now = now_ms();
+        let mut c = ChunkCursor::new(Duration::from_secs(300));
+        // A worker 10 minutes fast.
+        c.consume(&numbered(now + 600_000, "fast", 1, 1));
+        let from = c.list_from().unwrap();
+        let normal = numbered(now - 1_000, "normal", 1, 1);
+        assert!(
+            normal.as_str() > from.as_str(),
+            "{normal} listed after {from}"
+        );
+    }
+
+    #[test]
+    fn timed_chunks_of_older_versions_are_consumed_once() {
+        let old = r#"{"newest_ms":1000000,"seen":["chunks/0000001000000-g0003-a-999995-n32-p4711.cfzg"],"grace_ms":10000,"bundles":{"a":999995}}"#;
+        let mut c: ChunkCursor = serde_json::from_str(old).unwrap();
+        assert!(c.consumed(&timed(1_000_000, "a", 999_995)));
+        let next = timed(1_000_001, "a", 999_996);
+        assert!(!c.consumed(&next));
+        c.consume(&next);
+        assert!(c.consumed(&next));
+        // The same bundle uploaded again later.
+        assert!(c.consumed(&timed(1_030_000, "a", 999_996)));
+    }
+}
