@@ -328,7 +328,7 @@ fn fuzz_net_files() {
         std::fs::write(path.with_extension("pb.gz"), gz.finish().unwrap()).unwrap();
         let imported = catch_unwind(AssertUnwindSafe(|| {
             let _ =
-                cfzero_network::lc0::read_lc0_file(&path.with_extension("pb.gz"), tch::Device::Cpu);
+                cfzero_export::lc0::read_lc0_file(&path.with_extension("pb.gz"), tch::Device::Cpu);
         }));
         assert!(
             imported.is_ok(),

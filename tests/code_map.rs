@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use common::repo_root;
 
 /// The source trees of the workspace's crates, in the code map's order.
-const TREES: [&str; 11] = [
+const TREES: [&str; 12] = [
     "chess/src",
     "eval/src",
+    "export/src",
     "fsutil/src",
     "mcts/src",
     "network/src",

@@ -113,8 +113,8 @@ fn write_pb_gz(path: &Path, bytes: &[u8]) {
 
 #[test]
 fn lc0_files_are_bounded_before_anything_is_built() {
-    use cfzero_network::lc0::proto::{EncoderLayer, Net as NetFile, Weights};
-    use cfzero_network::lc0::read_lc0_file;
+    use cfzero_export::lc0::proto::{EncoderLayer, Net as NetFile, Weights};
+    use cfzero_export::lc0::read_lc0_file;
     use prost::Message;
     let tmp = tempfile::tempdir().unwrap();
     // 300 KB before compression that prost would decode into 100,000 encoder layers.

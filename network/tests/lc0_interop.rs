@@ -8,13 +8,13 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use cfzero_chess::ChessState;
-use cfzero_network::Net;
-use cfzero_network::encoding::{TOKEN_FLOATS, encode_tokens, move_index};
-use cfzero_network::lc0::proto::{Layer, Net as NetFile};
-use cfzero_network::lc0::{
+use cfzero_export::lc0::proto::{Layer, Net as NetFile};
+use cfzero_export::lc0::{
     LayerEncoding, Lc0Error, bindings, export_net, format, import_net, read_lc0_file,
     write_lc0_file,
 };
+use cfzero_network::Net;
+use cfzero_network::encoding::{TOKEN_FLOATS, encode_tokens, move_index};
 use prost::Message;
 use serde_json::Value;
 use shakmaty::Position;
@@ -240,7 +240,7 @@ fn an_exported_file_declares_the_reference_nets_format_and_reimports() {
     assert_eq!(w.headcount, r.headcount);
     assert_eq!(w.encoder.len(), r.encoder.len());
     // The embedding has Lc0's 176 columns with zero positional weights.
-    let emb = cfzero_network::lc0::layer::decode(w.ip_emb_w.as_ref().unwrap()).unwrap();
+    let emb = cfzero_export::lc0::layer::decode(w.ip_emb_w.as_ref().unwrap()).unwrap();
     assert_eq!(emb.len(), 64 * 176);
     assert!(
         emb.chunks(176)
@@ -250,8 +250,7 @@ fn an_exported_file_declares_the_reference_nets_format_and_reimports() {
     let mut ours = w.clone();
     let mut theirs = r.clone();
     for b in bindings::bindings(&net.config) {
-        let count =
-            |l: &Option<Layer>| cfzero_network::lc0::layer::value_count(l.as_ref().unwrap());
+        let count = |l: &Option<Layer>| cfzero_export::lc0::layer::value_count(l.as_ref().unwrap());
         assert_eq!(
             count(b.access.slot(&mut ours)),
             count(b.access.slot(&mut theirs)),
@@ -318,9 +317,9 @@ fn unsupported_or_broken_lc0_files_are_refused() {
 
     let mut positional = reference.clone();
     let w = positional.weights.as_mut().unwrap();
-    let mut emb = cfzero_network::lc0::layer::decode(w.ip_emb_w.as_ref().unwrap()).unwrap();
+    let mut emb = cfzero_export::lc0::layer::decode(w.ip_emb_w.as_ref().unwrap()).unwrap();
     emb[150] = 0.5;
-    w.ip_emb_w = Some(cfzero_network::lc0::layer::encode(
+    w.ip_emb_w = Some(cfzero_export::lc0::layer::encode(
         &emb,
         LayerEncoding::Float32,
     ));
@@ -350,9 +349,9 @@ fn unsupported_or_broken_lc0_files_are_refused() {
         .ffn
         .as_mut()
         .unwrap();
-    let mut v = cfzero_network::lc0::layer::decode(ffn.dense2_w.as_ref().unwrap()).unwrap();
+    let mut v = cfzero_export::lc0::layer::decode(ffn.dense2_w.as_ref().unwrap()).unwrap();
     v.pop();
-    ffn.dense2_w = Some(cfzero_network::lc0::layer::encode(
+    ffn.dense2_w = Some(cfzero_export::lc0::layer::encode(
         &v,
         LayerEncoding::Linear16,
     ));

@@ -11,13 +11,13 @@ mod net_support;
 use std::path::PathBuf;
 
 use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_export::lc0::read_lc0_file;
 use cfzero_mcts::Game;
 use cfzero_network::Net;
 use cfzero_network::backend::{
     Backend, BackendError, BackendOutputs, NamedWeights, NativeBackend, TchBackend,
 };
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens};
-use cfzero_network::lc0::read_lc0_file;
 use net_support::{perturb, perturbed};
 use rand::{Rng, SeedableRng};
 use serde_json::Value;

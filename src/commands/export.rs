@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cfzero_network::Net;
-use cfzero_network::checkpoint::{load_net, save_net};
-use cfzero_network::lc0::{LayerEncoding, write_lc0_file};
-use cfzero_network::onnx::{
+use cfzero_export::lc0::{LayerEncoding, write_lc0_file};
+use cfzero_export::onnx::{
     OPSET, OnnxError, OnnxExport, OnnxHeads, OnnxOptions, OnnxPrecision, write_lc0_onnx_file,
     write_onnx_file,
 };
+use cfzero_network::Net;
+use cfzero_network::checkpoint::{load_net, save_net};
 use clap::{Args, ValueEnum};
 use tch::Device;
 

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use cfzero_export::lc0::read_lc0_file;
 use cfzero_network::checkpoint::save_net;
-use cfzero_network::lc0::read_lc0_file;
 use clap::Args;
 use tch::Device;
 

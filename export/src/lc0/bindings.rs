@@ -6,8 +6,8 @@ use super::format::PE_MAP_INPUTS;
 use super::proto::{
     EncoderLayer, Ffn, Layer, Mha, PolicyHead, PolicyHeads, Smolgen, ValueHead, Weights,
 };
-use crate::config::{NetworkConfig, PositionEncoding};
-use crate::encoding::{HALFMOVE_PLANE, HALFMOVE_SCALE, PLANES};
+use cfzero_network::config::{NetworkConfig, PositionEncoding};
+use cfzero_network::encoding::{HALFMOVE_PLANE, HALFMOVE_SCALE, PLANES};
 
 /// Finds a layer slot in `Weights` (creating empty parents on the way).
 pub type Slot = for<'a> fn(&'a mut Weights) -> &'a mut Option<Layer>;

@@ -25,7 +25,7 @@ use prost::Message;
 
 use crate::lc0::format as lc0_format;
 use crate::lc0::proto as lc0_proto;
-use crate::model::Net;
+use cfzero_network::model::Net;
 use graph::GraphBuilder;
 use proto::{ModelProto, OperatorSetIdProto, StringStringEntryProto, data_type};
 

@@ -1,10 +1,10 @@
-//! The Chessformer as an ONNX graph: the same operations as [`crate::model`], in standard
+//! The Chessformer as an ONNX graph: the same operations as [`cfzero_network::model`], in standard
 //! operators, with Lc0's input (`[B, 112, 8, 8]` planes, the halfmove clock raw) and outputs
 //! (policy logits, WDL probabilities, moves left in plies).
 //!
 //! Scales the model applies to a layer's output are folded into that layer's weights: the
 //! halfmove clock's 1/99 into the embedding, `1/sqrt(d_head)` into the queries (and the
-//! key-side Shaw table and bias, as [`crate::model::shaw::fold_scale`]), the DeepNorm residual
+//! key-side Shaw table and bias, as [`cfzero_network::model::shaw::fold_scale`]), the DeepNorm residual
 //! scale alpha into the attention output and the second FFN layer, `1/sqrt(d_pol)` into the
 //! policy queries, the knight promotion offset into the q, r and b rows, and the 20 plies of a
 //! moves-left unit into the moves-left output.
@@ -13,17 +13,21 @@ use tch::{Kind, Tensor};
 
 use super::graph::{Dim, GraphBuilder};
 use super::{OnnxError, OnnxHeads, OutputNames, names};
-use crate::config::{NetworkConfig, Norm, PositionEncoding};
-use crate::encoding::attention_gather;
-use crate::encoding::{ATTENTION_POLICY_SIZE, HALFMOVE_PLANE, HALFMOVE_SCALE, PLANES, POLICY_SIZE};
-use crate::model::attention::{Attention, PositionTerm};
-use crate::model::encoder::EncoderLayer;
-use crate::model::layers::{Dense, NORM_EPS, NormLayer};
-use crate::model::policy::PolicyHead;
-use crate::model::shaw::{BUCKETS, bucket_table};
-use crate::model::smolgen::{SMOLGEN_EPS, Smolgen};
-use crate::model::value::{MovesLeftHead, ScalarValueHead, Trunk, VALUE_BUCKETS, WinnerHead};
-use crate::model::{Chessformer, Net};
+use cfzero_network::config::{NetworkConfig, Norm, PositionEncoding};
+use cfzero_network::encoding::attention_gather;
+use cfzero_network::encoding::{
+    ATTENTION_POLICY_SIZE, HALFMOVE_PLANE, HALFMOVE_SCALE, PLANES, POLICY_SIZE,
+};
+use cfzero_network::model::attention::{Attention, PositionTerm};
+use cfzero_network::model::encoder::EncoderLayer;
+use cfzero_network::model::layers::{Dense, NORM_EPS, NormLayer};
+use cfzero_network::model::policy::PolicyHead;
+use cfzero_network::model::shaw::{BUCKETS, bucket_table};
+use cfzero_network::model::smolgen::{SMOLGEN_EPS, Smolgen};
+use cfzero_network::model::value::{
+    MovesLeftHead, ScalarValueHead, Trunk, VALUE_BUCKETS, WinnerHead,
+};
+use cfzero_network::model::{Chessformer, Net};
 
 /// Plies of one unit of the moves-left head.
 const PLIES_PER_MOVES_LEFT_UNIT: f32 = 20.0;

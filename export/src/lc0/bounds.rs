@@ -8,7 +8,7 @@ use std::io::Read;
 
 use flate2::read::GzDecoder;
 
-use crate::config::MAX_LAYERS;
+use cfzero_network::config::MAX_LAYERS;
 
 /// Largest decompressed net file read: four times the largest published Lc0 net's
 /// (BT4, about 190 M weights at 16 bits, under 500 MB).

@@ -12,9 +12,9 @@ use super::bounds::{MAX_DECOMPRESSED, check_repeated_fields, gunzip_bounded};
 use super::format::{self, MOVES_LEFT_V1, PE_MAP_INPUTS};
 use super::layer::{LayerError, decode, value_count};
 use super::proto::{Layer, Net as NetFile, Weights};
-use crate::config::{AttentionConfig, HeadsConfig, NetworkConfig, Norm, PositionEncoding};
-use crate::encoding::PLANES;
-use crate::model::Net;
+use cfzero_network::config::{AttentionConfig, HeadsConfig, NetworkConfig, Norm, PositionEncoding};
+use cfzero_network::encoding::PLANES;
+use cfzero_network::model::Net;
 
 /// Reads and imports the Lc0 net at `path` onto `device`.
 pub fn read_lc0_file(path: &Path, device: Device) -> Result<Net, Lc0Error> {

@@ -14,8 +14,8 @@ use super::bindings::{Source, bindings};
 use super::layer::{LayerEncoding, encode};
 use super::proto::{EngineVersion, Format, Net as NetFile, Weights};
 use super::{Lc0Error, format};
-use crate::config::{NetworkConfig, Norm, PositionEncoding};
-use crate::model::Net;
+use cfzero_network::config::{NetworkConfig, Norm, PositionEncoding};
+use cfzero_network::model::Net;
 
 /// The preset to point users at when their net does not export.
 const EXPORTABLE_PRESET: &str =
