@@ -571,6 +571,12 @@ impl RunStore for ObjectRunStore {
                 // stayed unchanged for the holder's whole time to live on this machine's
                 // monotonic clock, in which a live holder renews it twice.
                 if !current.released() && current.holder != holder {
+                    eprintln!(
+                        "note: the trainer lease of {} ({}) has expired by this machine's clock: watching it {} s for a renewal before taking the run over",
+                        self.location,
+                        current.holder,
+                        current.watch(ttl).as_secs_f64().ceil()
+                    );
                     self.watch_lease(&current_version, current.watch(ttl))
                         .map_err(|e| e.unwrap_or_else(|| held(&current)))?;
                 }
