@@ -5,7 +5,7 @@
 //! runs/NAME/nets/gen-0003.safetensors published nets (config in the metadata)
 //! runs/NAME/games/gen-0003/*.cfzg    game records played by net gen-0002
 //! runs/NAME/pgn/gen-0003.pgn         the same games as PGN (gen-0003-WORKER.pgn: a worker's)
-//! runs/NAME/state/trainer-gen-0003.* trainer state after generation 3 (weights, optimizer,
+//! runs/NAME/state/trainer-gen-0003-TAG.* trainer state after generation 3 (weights, optimizer,
 //!                                    SWA average)
 //! runs/NAME/tb/                      TensorBoard event files
 //! runs/NAME/log.tsv                  one line per generation
@@ -118,16 +118,7 @@ impl RunDir {
         };
         entries
             .flatten()
-            .filter_map(|e| {
-                let name = e.file_name();
-                let g = name
-                    .to_str()?
-                    .strip_prefix("trainer-gen-")?
-                    .get(..4)?
-                    .parse()
-                    .ok()?;
-                Some((g, e.path()))
-            })
+            .filter_map(|e| Some((state_generation(e.file_name().to_str()?)?, e.path())))
             .collect()
     }
 
@@ -197,4 +188,10 @@ impl RunDir {
             }
         }
     }
+}
+
+/// The generation of a trainer-state file named `name` (`trainer-gen-NNNN[-TAG].*`), or `None`
+/// for any other file.
+pub fn state_generation(name: &str) -> Option<u32> {
+    name.strip_prefix("trainer-gen-")?.get(..4)?.parse().ok()
 }

@@ -509,9 +509,8 @@ impl StoredRun {
     fn prune_states(&self, g: u32) -> Result<()> {
         for key in self.store.list_after("state", None)? {
             let old = key
-                .strip_prefix("state/trainer-gen-")
-                .and_then(|rest| rest.get(..4))
-                .and_then(|n| n.parse::<u32>().ok())
+                .strip_prefix("state/")
+                .and_then(crate::run::dir::state_generation)
                 .is_some_and(|n| n < g);
             if old {
                 self.store.delete(&key)?;
