@@ -4,11 +4,12 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::Result;
+use cfzero_inference::InferenceOptions;
+use cfzero_inference::backend::BackendChoice;
 use cfzero_mcts::SearchConfig;
-use cfzero_network::backend::BackendChoice;
+use cfzero_network::NetworkConfig;
 use cfzero_network::config::ConfigError;
 use cfzero_network::precision::{self, Bf16Support, Precision};
-use cfzero_network::{InferenceOptions, NetworkConfig};
 use cfzero_selfplay::SelfplayConfig;
 use cfzero_selfplay::window::WindowConfig;
 use cfzero_settings::InvalidSetting;
@@ -178,6 +179,12 @@ pub struct RunConfig {
     pub seed: u64,
     /// Threads libtorch may use for training (0: its default, one per core).
     pub torch_threads: usize,
+    /// Keep every game the run ever played (`true`); `false`: after each publication the
+    /// trainer removes from the run the games of generations older than every game of its
+    /// window, once it has read them (chunks and their PGN on object storage, `games/gen-N`
+    /// and `pgn/gen-N` in a directory), so the run holds about a window of games however long
+    /// it runs, and so does its listing of every chunk. `export-data` then exports only those.
+    pub keep_old_games: bool,
 }
 
 impl Default for RunConfig {
@@ -188,6 +195,7 @@ impl Default for RunConfig {
             sample_reuse: 0.0,
             seed: 1,
             torch_threads: 0,
+            keep_old_games: true,
         }
     }
 }
@@ -280,7 +288,7 @@ pub struct InferenceConfig {
     /// `f32` or `bf16` (see `cfzero_network::precision`).
     pub precision: Precision,
     /// Backend of the nets: `auto` (the native pass for f32 on a CPU, else libtorch), `tch`,
-    /// `native` or `material` (see `cfzero_network::backend::BackendChoice`).
+    /// `native` or `material` (see `cfzero_inference::backend::BackendChoice`).
     pub backend: BackendChoice,
 }
 
@@ -305,11 +313,11 @@ impl InferenceConfig {
 
     /// The options of a self-play or evaluation inference server on `device`: the table's
     /// `max_batch` (sized by [`crate::sizing::size`]; one left to `auto` and never sized
-    /// serves at [`cfzero_network::inference::DEFAULT_MAX_BATCH`]), precision and backend
+    /// serves at [`cfzero_inference::DEFAULT_MAX_BATCH`]), precision and backend
     /// ([`inference_options`]).
     pub fn options(&self, device: Device) -> InferenceOptions {
         let max_batch = match self.max_batch {
-            0 => cfzero_network::inference::DEFAULT_MAX_BATCH,
+            0 => cfzero_inference::DEFAULT_MAX_BATCH,
             n => n,
         };
         inference_options(self.precision, self.backend, device, max_batch)

@@ -2,7 +2,7 @@
 //! command that runs a net, `--precision` and `--backend` for those that play one.
 
 use anyhow::Result;
-use cfzero_network::backend::BackendChoice;
+use cfzero_inference::backend::BackendChoice;
 use cfzero_network::{Precision, parse_device};
 use tch::Device;
 

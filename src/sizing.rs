@@ -84,7 +84,7 @@ pub fn size(config: &mut Config, machine: Machine) -> Sizing {
             cores,
             CPU_GAMES_PER_ACTOR,
             cores,
-            cfzero_network::inference::DEFAULT_MAX_BATCH,
+            cfzero_inference::DEFAULT_MAX_BATCH,
         )
     };
     let (sp, inference) = (&mut config.selfplay, &mut config.inference);

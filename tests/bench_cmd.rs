@@ -480,7 +480,7 @@ fn bench_nn_notes_a_backend_that_cannot_run_the_precision() {
     assert_eq!(bf16["kind"], "bf16", "{r}");
     let rows = bf16["inference"].as_array().unwrap();
     let skipped = bf16["skipped"].as_array().unwrap();
-    if cfzero_network::backend::native_bf16_supported() {
+    if cfzero_inference::backend::native_bf16_supported() {
         assert_eq!(rows.len(), 2, "{r}");
         assert_eq!(rows[0]["backend"], "native");
         assert_eq!(rows[1]["backend"], "libtorch");

@@ -10,11 +10,12 @@ use std::path::{Path, PathBuf};
 use common::repo_root;
 
 /// The source trees of the workspace's crates, in the code map's order.
-const TREES: [&str; 12] = [
+const TREES: [&str; 13] = [
     "chess/src",
     "eval/src",
     "export/src",
     "fsutil/src",
+    "inference/src",
     "mcts/src",
     "network/src",
     "selfplay/src",

@@ -1,14 +1,13 @@
 //! The Chessformer network of cfzero: the lc0-compatible input encoding and move index,
-//! the model, its losses and optimizer, checkpoints, and the batched inference server.
+//! the model, its losses and optimizer, and checkpoints. Running it for search (the backends
+//! and the batched inference server) is `cfzero-inference`'s.
 
 pub mod autocast;
-pub mod backend;
 pub mod checkpoint;
 pub mod config;
 pub mod device;
 pub mod encoding;
 pub mod flops;
-pub mod inference;
 pub mod loss;
 pub mod mask;
 pub mod model;
@@ -19,7 +18,6 @@ pub mod seeded;
 pub use checkpoint::{CheckpointError, load_net, save_net};
 pub use config::{HeadsConfig, LossWeights, NetworkConfig};
 pub use device::parse_device;
-pub use inference::{InferenceHandle, InferenceOptions, InferenceServer};
 pub use loss::{LossTerm, LossTerms, TrainingBatch, loss};
 pub use model::{ModelOutputs, Net};
 pub use precision::{Bf16Support, Precision, ResolvedPrecision};

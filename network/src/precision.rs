@@ -12,8 +12,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use crate::backend::{Backend, BackendError, BackendOutputs};
-use crate::encoding::POLICY_SIZE;
 use crate::model::Net;
 
 /// Environment variable that overrides the CPU's bf16 check: `1` claims native support, `0`
@@ -195,28 +193,19 @@ pub fn compare_nets(
     compare(n, (p, v), (q, w), legal)
 }
 
-/// [`compare_nets`] for a backend against the reference net: `other` evaluates the same
-/// inputs through [`Backend::forward`] (e.g. the native pass in bf16 against libtorch's f32).
-/// `Ok(None)` where [`compare_nets`] gives `None`.
-pub fn compare_backend(
+/// [`compare_nets`] for outputs computed elsewhere (a backend's, e.g. the native pass in
+/// bf16 against libtorch's f32): `policy` `[N, 1858]` logits and `values` `[N]` of the same
+/// inputs, compared with `reference`'s.
+pub fn compare_outputs(
     reference: &Net,
-    other: &mut dyn Backend,
     inputs: &Tensor,
     legal: &[Vec<usize>],
-) -> Result<Option<PrecisionError>, BackendError> {
-    let Some(n) = positions(inputs, legal) else {
-        return Ok(None);
-    };
-    let Some(expected) = net_outputs(reference, inputs) else {
-        return Ok(None);
-    };
-    let flat = Vec::<f32>::try_from(inputs.to_kind(Kind::Float).reshape([-1]))
-        .map_err(|e| BackendError::Forward(format!("inputs: {e}")))?;
-    let mut out = BackendOutputs::default();
-    other.forward(&flat, n, &mut out)?;
-    let policy = Tensor::from_slice(&out.policy).view([n as i64, POLICY_SIZE as i64]);
-    let values = Tensor::from_slice(&out.values);
-    Ok(compare(n, expected, (policy, values), legal))
+    policy: Tensor,
+    values: Tensor,
+) -> Option<PrecisionError> {
+    let n = positions(inputs, legal)?;
+    let expected = net_outputs(reference, inputs)?;
+    compare(n, expected, (policy, values), legal)
 }
 
 /// The number of positions of `inputs`, where `legal` has one entry for each.

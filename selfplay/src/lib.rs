@@ -9,6 +9,7 @@ pub mod config;
 pub mod openings;
 pub mod pgn;
 pub mod record;
+pub mod record_scan;
 pub mod replay;
 pub mod resign;
 /// How a game ended, as the chess crate defines it for self-play and matches alike.

@@ -1,6 +1,6 @@
 //! The replay window: the most recent games' trainable positions, sampled uniformly.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -9,6 +9,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::record::{GameRecord, RECORD_EXTENSION, RecordError, read_records};
+use crate::record_scan::RecordScan;
 
 /// The `[window]` table: how many positions the window holds as games accumulate.
 ///
@@ -143,7 +144,8 @@ pub struct ReplayWindow {
     /// Games ever added (training and validation).
     added: u64,
     seen: usize,
-    loaded_files: HashSet<PathBuf>,
+    /// The record files read, and what each directory held when last listed.
+    scan: RecordScan,
 }
 
 /// A game as it entered the window.
@@ -173,7 +175,7 @@ impl ReplayWindow {
             validation: GameQueue::default(),
             added: 0,
             seen: 0,
-            loaded_files: HashSet::new(),
+            scan: RecordScan::new(),
         }
     }
 
@@ -199,8 +201,9 @@ impl ReplayWindow {
     }
 
     /// Reads record files under `dir` (recursively, in name order with numbers compared by
-    /// value, [`natural_cmp`]) that this window has
-    /// not read yet; unreadable or corrupt files are skipped and returned, never trained on.
+    /// value, [`natural_cmp`]) that this window has not read yet (listing again only the
+    /// directories that changed, [`RecordScan`]); unreadable or corrupt files are skipped and
+    /// returned, never trained on.
     /// Every game is checked as it enters ([`crate::replay::validate`]): a file with a game
     /// that passes its checksum but does not replay is quarantined, renamed to
     /// `NAME.cfzg.quarantined` (kept for inspection, never read again, also after a resume)
@@ -217,13 +220,10 @@ impl ReplayWindow {
         dir: &Path,
         mut arrived: Option<&mut Vec<Arrival>>,
     ) -> std::io::Result<(usize, Vec<SkippedFile>)> {
-        let files = sorted_record_files(dir)?;
+        let files = self.scan.unread(dir)?;
         let mut added = 0;
         let mut skipped = Vec::new();
         for path in files {
-            if self.loaded_files.contains(&path) {
-                continue;
-            }
             match read_records(&path).and_then(|games| validate_all(&path, games)) {
                 Ok(games) => {
                     added += games.len();
@@ -234,18 +234,18 @@ impl ReplayWindow {
                             a.push(Arrival { game, held_out });
                         }
                     }
-                    self.loaded_files.insert(path);
+                    self.scan.mark_read(path);
                 }
                 Err(error @ RecordError::Invalid { .. }) => {
                     let mut quarantined = path.clone().into_os_string();
                     quarantined.push(".quarantined");
                     // Failing to rename only means it is skipped again after a resume.
                     let _ = std::fs::rename(&path, &quarantined);
-                    self.loaded_files.insert(path.clone());
+                    self.scan.mark_read(path.clone());
                     skipped.push(SkippedFile { path, error });
                 }
                 Err(error) => {
-                    self.loaded_files.insert(path.clone());
+                    self.scan.mark_read(path.clone());
                     skipped.push(SkippedFile { path, error });
                 }
             }
@@ -266,6 +266,17 @@ impl ReplayWindow {
     /// Games currently in the window (held-out games not counted).
     pub fn games(&self) -> usize {
         self.train.games.len()
+    }
+
+    /// The generation of the oldest net that played a game the window holds (training or
+    /// held out); `None` while it holds none.
+    pub fn oldest_generation(&self) -> Option<u32> {
+        self.train
+            .games
+            .iter()
+            .chain(&self.validation.games)
+            .map(|g| g.generation)
+            .min()
     }
 
     /// Trainable positions of the held-out games kept for validation.

@@ -13,8 +13,8 @@ use cfzero_eval::arena::{
     ArenaError, ArenaGame, GreedyPlayer, MatchOptions, Player, RandomPlayer, SearchPlayer,
     StoppablePlayer, run_match,
 };
+use cfzero_inference::InferenceHandle;
 use cfzero_mcts::SearchConfig;
-use cfzero_network::InferenceHandle;
 use cfzero_selfplay::openings::read_openings;
 use clap::Args;
 use rand::SeedableRng;

@@ -6,15 +6,15 @@ use std::time::Instant;
 
 use anyhow::Result;
 use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_inference::backend::{
+    Backend, BackendChoice, BackendOutputs, MaterialBackend, NativeBackend, ServingBackend,
+    compare_backend,
+};
+use cfzero_inference::{INPUT_FLOATS, NetInput};
 use cfzero_mcts::Game;
 use cfzero_network::Net;
-use cfzero_network::backend::{
-    Backend, BackendChoice, BackendOutputs, MaterialBackend, NativeBackend, ServingBackend,
-};
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::flops::{flops_per_evaluation, flops_per_play_evaluation};
-use cfzero_network::inference::NetInput;
-use cfzero_network::inference::input::INPUT_FLOATS;
 use cfzero_network::precision::{self, Bf16Support, Precision, PrecisionError, kind_name};
 use cfzero_selfplay::openings::read_openings;
 use clap::Args;
@@ -356,7 +356,7 @@ pub fn run(args: &NnArgs) -> Result<()> {
                 .any(|c| c.resolve(device, lower) == Ok(ServingBackend::Native));
             if native {
                 let mut b = NativeBackend::from_net(&reference, lower, legal.len())?;
-                let error = precision::compare_backend(&reference, &mut b, &inputs, &legal)?;
+                let error = compare_backend(&reference, &mut b, &inputs, &legal)?;
                 accuracy.push(report(ServingBackend::Native, error)?);
             }
         }

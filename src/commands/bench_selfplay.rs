@@ -10,9 +10,10 @@ use std::time::Instant;
 
 use anyhow::Result;
 use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_inference::InferenceHandle;
 use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
+use cfzero_network::Net;
 use cfzero_network::checkpoint::load_net;
-use cfzero_network::{InferenceHandle, Net};
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::{ActorId, Assignment, MoveCount};
 use clap::Args;
@@ -25,7 +26,7 @@ use crate::flags::DeviceFlag;
 use crate::run::progress::{bar, spinner};
 use crate::run::selfplay_phase::{Live, run_actors, spawn_servers};
 use crate::user_bail;
-use cfzero_network::backend::BackendChoice;
+use cfzero_inference::backend::BackendChoice;
 
 /// Arguments of `cfzero bench selfplay`.
 #[derive(Debug, Args)]

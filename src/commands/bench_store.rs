@@ -1,10 +1,14 @@
 //! `cfzero bench store`: how many self-play workers one trainer's ingest keeps up with on a
-//! store. Simulated workers (threads) upload chunks of games at a worker's rate, with names
-//! that sort by time and never collide; a simulated trainer polls the keys after its cursor
-//! (less the trainer's grace window, for uploads that land late) and downloads each new chunk,
-//! as `cfzero learn` does. Reports
-//! what was uploaded and ingested, the trainer's capacity (chunks and positions a second of
-//! its busy time), requests per poll and the poll latency.
+//! store, and what its listings cost as the run grows. Simulated workers (threads) upload
+//! chunks of games at a worker's rate, each followed by its stream's head, as `cfzero
+//! selfplay` does; a simulated trainer polls the keys after its cursor (less the grace window,
+//! for uploads that land late), sweeps the streams' heads every `--sweep-seconds` (or, with
+//! `--full-listing`, lists every chunk instead, as older versions did) and downloads each new
+//! chunk, as `cfzero learn` does. `--existing N` first fills the store with N chunks of
+//! earlier streams, consumed by the trainer's cursor, as a long run's would be. Reports what
+//! was uploaded and ingested, the trainer's capacity (chunks and positions a second of its
+//! busy time), listing requests (S3 pages of 1,000 keys) per minute, the time of a restarting
+//! trainer's listing of every chunk, and the slowest poll and sweep.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use cfzero_store::chunks::{CHUNKS, now_ms};
+use cfzero_store::heads::{HEAD_KEYS, StreamHead, head_key, record_upload};
 use cfzero_store::{Bundle, ChunkCursor, ChunkName, RunLocation, RunStore};
 use clap::Args;
 
@@ -48,6 +53,20 @@ pub struct StoreBenchArgs {
     /// Seconds between the trainer's polls.
     #[arg(long, default_value_t = 2.0)]
     pub poll_seconds: f64,
+    /// Seconds between the trainer's sweeps of the streams' heads (or full listings).
+    #[arg(long, default_value_t = 60.0)]
+    pub sweep_seconds: f64,
+    /// List every chunk at each sweep instead of the streams' heads (how older versions
+    /// found late chunks), for a before/after.
+    #[arg(long)]
+    pub full_listing: bool,
+    /// Chunks of earlier streams written (and consumed by the trainer's cursor) before the
+    /// workers start, as a long run holds.
+    #[arg(long, default_value_t = 0)]
+    pub existing: usize,
+    /// Streams (uploader starts) the `--existing` chunks belong to.
+    #[arg(long, default_value_t = 100)]
+    pub existing_streams: usize,
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -65,18 +84,67 @@ struct Ingest {
     max_poll_seconds: f64,
     /// New chunk keys the polls found.
     listed_keys: u64,
+    /// Sweeps of the heads (or full listings).
+    sweeps: u64,
+    /// Their listing requests.
+    sweep_list_requests: u64,
+    /// Heads read by the sweeps.
+    head_reads: u64,
+    max_sweep_seconds: f64,
 }
 
-/// Polls until `stop`, then once more; what it took.
-fn trainer(store: &dyn RunStore, poll: Duration, stop: &AtomicBool) -> Result<Ingest> {
+/// Listing requests of a listing that returned `keys` keys: S3 answers 1,000 a page.
+fn pages(keys: usize) -> u64 {
+    (keys.max(1) as u64).div_ceil(1000)
+}
+
+/// How the simulated trainer finds what its quick polls miss.
+struct Sweeps {
+    every: Duration,
+    full_listing: bool,
+}
+
+/// Polls until `stop`, then once more with a sweep; what it took.
+fn trainer(
+    store: &dyn RunStore,
+    poll: Duration,
+    sweeps: &Sweeps,
+    mut cursor: ChunkCursor,
+    stop: &AtomicBool,
+) -> Result<Ingest> {
     let mut ingest = Ingest::default();
-    let mut cursor = ChunkCursor::new(CHUNK_GRACE);
+    let mut last_sweep = Instant::now();
     loop {
         let last = stop.load(Ordering::Relaxed);
         let started = Instant::now();
-        let keys = cursor.poll(store)?;
-        ingest.list_requests += 1;
+        let listed = store.list_after(CHUNKS, cursor.list_from().as_deref())?;
+        ingest.list_requests += pages(listed.len());
+        let mut keys: Vec<String> = listed.into_iter().filter(|k| !cursor.consumed(k)).collect();
         ingest.listed_keys += keys.len() as u64;
+        if last || last_sweep.elapsed() >= sweeps.every {
+            let sweep_started = Instant::now();
+            let mut full = sweeps.full_listing;
+            if !full {
+                let sweep = cursor.sweep_heads(store)?;
+                ingest.sweep_list_requests += pages(sweep.streams);
+                ingest.head_reads += sweep.read as u64;
+                ingest.get_requests += sweep.read as u64;
+                keys.extend(sweep.new);
+                full = !sweep.beyond.is_empty();
+            }
+            if full {
+                let all = store.list_after(CHUNKS, None)?;
+                ingest.sweep_list_requests += pages(all.len());
+                keys.extend(all.into_iter().filter(|k| !cursor.consumed(k)));
+            }
+            ingest.sweeps += 1;
+            ingest.max_sweep_seconds = ingest
+                .max_sweep_seconds
+                .max(sweep_started.elapsed().as_secs_f64());
+            last_sweep = Instant::now();
+        }
+        keys.sort();
+        keys.dedup();
         for key in keys {
             let bytes = store.get(&key)?.unwrap_or_default();
             ingest.get_requests += 1;
@@ -95,12 +163,79 @@ fn trainer(store: &dyn RunStore, poll: Duration, stop: &AtomicBool) -> Result<In
     }
 }
 
+/// Writes `n` one-byte chunks of `streams` earlier streams (a day old, with their heads) and
+/// returns a cursor that consumed them all, as a long run's trainer holds; 8 threads write.
+fn fill(store: &Arc<dyn RunStore>, n: usize, streams: usize) -> Result<ChunkCursor> {
+    let streams = streams.clamp(1, n.max(1));
+    let base = now_ms().saturating_sub(86_400_000);
+    let progress = bar(n as u64, "filling", "chunks");
+    let written = Arc::new(AtomicU64::new(0));
+    let name = move |stream: usize, seq: u64| ChunkName {
+        uploaded_ms: base + seq * streams as u64 + stream as u64,
+        generation: 1,
+        worker: format!("old{stream:05}"),
+        bundle: Bundle::Numbered {
+            incarnation: 1,
+            seq,
+        },
+        games: 1,
+        positions: 1,
+    };
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let (store, written) = (store.clone(), written.clone());
+            std::thread::spawn(move || -> Result<()> {
+                for stream in (t..streams).step_by(8) {
+                    let count = (n / streams + usize::from(stream < n % streams)) as u64;
+                    let mut head = StreamHead::default();
+                    for seq in 1..=count {
+                        let key = name(stream, seq).key();
+                        store.put(&key, b"x")?;
+                        written.fetch_add(1, Ordering::Relaxed);
+                        if seq + HEAD_KEYS as u64 > count {
+                            head.keys.push(key);
+                        }
+                    }
+                    if count > 0 {
+                        let bytes = serde_json::to_vec(&head)?;
+                        store.put(&head_key(&format!("old{stream:05}"), 1, count), &bytes)?;
+                    }
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    let mut cursor = ChunkCursor::new(CHUNK_GRACE);
+    while threads.iter().any(|t| !t.is_finished()) {
+        std::thread::sleep(Duration::from_millis(250));
+        progress.set_position(written.load(Ordering::Relaxed));
+    }
+    for t in threads {
+        t.join().expect("a filling thread does not panic")?;
+    }
+    progress.finish_and_clear();
+    for stream in 0..streams {
+        let count = (n / streams + usize::from(stream < n % streams)) as u64;
+        for seq in 1..=count {
+            cursor.consume(&name(stream, seq).key());
+        }
+    }
+    Ok(cursor)
+}
+
 /// Runs `cfzero bench store`.
 pub fn run(args: &StoreBenchArgs) -> Result<()> {
     // NaN fails the checks too.
     let positive = |x: f64| x.is_finite() && x > 0.0;
-    if args.workers == 0 || !positive(args.chunk_rate) || !positive(args.seconds) {
-        user_bail!("--workers, --chunk-rate and --seconds must be positive");
+    if args.workers == 0
+        || !positive(args.chunk_rate)
+        || !positive(args.seconds)
+        || !positive(args.sweep_seconds)
+    {
+        user_bail!("--workers, --chunk-rate, --seconds and --sweep-seconds must be positive");
+    }
+    if args.existing > 10_000_000 {
+        user_bail!("--existing {}: at most 10,000,000", args.existing);
     }
     let location = RunLocation::parse(&args.store).map_err(user_error)?;
     let store: Arc<dyn RunStore> = Arc::from(cfzero_store::open(&location).map_err(user_error)?);
@@ -110,6 +245,11 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
             args.store
         );
     }
+    let cursor = fill(&store, args.existing, args.existing_streams)?;
+    // A trainer that starts again lists every chunk once.
+    let restart = Instant::now();
+    let restart_keys = cursor.poll_all(store.as_ref())?.listed;
+    let restart_seconds = restart.elapsed().as_secs_f64();
     let chunk_bytes = args.chunk_games * args.positions_per_game * args.bytes_per_position;
     // Incompressible bytes, as zstd-compressed records are.
     let payload: Arc<Vec<u8>> = Arc::new((0..chunk_bytes).map(|_| rand::random()).collect());
@@ -145,6 +285,8 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
                     }
                     .key();
                     store.put(&key, &payload)?;
+                    let name = ChunkName::parse(&key).expect("a key of ChunkName");
+                    record_upload(store.as_ref(), &name, &key)?;
                     uploaded.fetch_add(1, Ordering::Relaxed);
                     upload_micros
                         .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -157,7 +299,11 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
     let trainer_thread = {
         let (store, stop) = (store.clone(), stop_trainer.clone());
         let poll = Duration::from_secs_f64(args.poll_seconds.max(0.01));
-        std::thread::spawn(move || trainer(store.as_ref(), poll, &stop))
+        let sweeps = Sweeps {
+            every: Duration::from_secs_f64(args.sweep_seconds.min(3600.0)),
+            full_listing: args.full_listing,
+        };
+        std::thread::spawn(move || trainer(store.as_ref(), poll, &sweeps, cursor, &stop))
     };
     let seconds = args.seconds.min(3600.0);
     let progress = bar(seconds.ceil() as u64, "bench", "s");
@@ -196,6 +342,13 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
         "list_requests_per_poll": ingest.list_requests as f64 / ingest.polls.max(1) as f64,
         "keys_listed_per_poll": ingest.listed_keys as f64 / ingest.polls.max(1) as f64,
         "max_poll_seconds": ingest.max_poll_seconds,
+        "existing_chunks": args.existing,
+        "sweeps": if args.full_listing { "full listing" } else { "heads" },
+        "restart_listing_seconds": restart_seconds,
+        "restart_listing_requests": pages(restart_keys),
+        "list_requests_per_minute": (ingest.list_requests + ingest.sweep_list_requests) as f64 * 60.0 / upload_seconds,
+        "head_reads": ingest.head_reads,
+        "max_sweep_seconds": ingest.max_sweep_seconds,
         "trainer_busy_share": ingest.busy_seconds / upload_seconds,
         "capacity_chunks_per_s": capacity,
         "capacity_positions_per_s": capacity * positions_per_chunk,
@@ -222,6 +375,22 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
         report["keys_listed_per_poll"].as_f64().unwrap_or(0.0),
         ingest.max_poll_seconds,
         100.0 * ingest.busy_seconds / upload_seconds
+    );
+    println!(
+        "listings: {:.1} requests a minute ({} sweeps of the {}, slowest {:.2} s, {} heads read); \
+         a restarting trainer lists {} chunks in {} requests, {:.2} s",
+        report["list_requests_per_minute"].as_f64().unwrap_or(0.0),
+        ingest.sweeps,
+        if args.full_listing {
+            "chunks"
+        } else {
+            "streams' heads"
+        },
+        ingest.max_sweep_seconds,
+        ingest.head_reads,
+        restart_keys,
+        pages(restart_keys),
+        restart_seconds
     );
     println!(
         "capacity: {capacity:.1} chunks/s = {:.0} positions/s = {:.1} MB/s of one trainer's busy time",

@@ -16,9 +16,10 @@ use cfzero_eval::arena::{
 };
 use cfzero_eval::elo::{Sprt, SprtDecision, signed_elo};
 use cfzero_eval::uci_client::{UciLimit, UciPlayer, parse_option, resolve_command};
+use cfzero_inference::InferenceHandle;
+use cfzero_inference::backend::BackendChoice;
 use cfzero_mcts::SearchConfig;
-use cfzero_network::backend::BackendChoice;
-use cfzero_network::{InferenceHandle, Precision};
+use cfzero_network::Precision;
 use cfzero_selfplay::openings::read_openings;
 use cfzero_selfplay::pgn::{PgnTags, moves_to_pgn};
 use clap::Args;

@@ -5,11 +5,11 @@ use std::path::Path;
 use anyhow::Result;
 use cfzero_chess::ChessState;
 use cfzero_eval::arena::ArenaError;
+use cfzero_inference::backend::BackendChoice;
+use cfzero_inference::{DEFAULT_MAX_BATCH, InferenceHandle, InferenceServer};
 use cfzero_mcts::SearchConfig;
-use cfzero_network::backend::BackendChoice;
+use cfzero_network::Precision;
 use cfzero_network::checkpoint::load_net;
-use cfzero_network::inference::DEFAULT_MAX_BATCH;
-use cfzero_network::{InferenceHandle, InferenceServer, Precision};
 
 use crate::config::{Config, inference_options};
 use crate::error::user_error;

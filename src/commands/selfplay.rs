@@ -33,7 +33,7 @@ use crate::run::spool::{Spool, backoff};
 use crate::run::stored_run::{OWN_WORKER, StoredRun, cache_dir};
 use crate::run::uploader::{SyncOptions, sync_loop};
 use crate::user_bail;
-use cfzero_network::backend::BackendChoice;
+use cfzero_inference::backend::BackendChoice;
 
 /// How often the run directory is checked for a first net.
 const POLL: Duration = Duration::from_secs(2);

@@ -14,7 +14,8 @@ use cfzero_eval::arena::{
     score_sample,
 };
 use cfzero_eval::uci_client::{UciEngine, UciLimit, UciPlayer, options_text, resolve_command};
-use cfzero_network::{InferenceHandle, InferenceServer, Net};
+use cfzero_inference::{InferenceHandle, InferenceServer};
+use cfzero_network::Net;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

@@ -527,6 +527,22 @@ impl Session {
             .publish(&self.dir.net(next), Some(&self.state_tag))?;
         self.stored.publish(next)?;
         self.dir.prune_trainer_states(next);
+        // Games older than every game of the window are on the store alone (a directory run
+        // keeps them), or nowhere with `run.keep_old_games = false`. The window remembers the
+        // files it read, so a copy downloaded again (`export-data` on the same cache) is not
+        // read twice.
+        let oldest = self
+            .window
+            .read()
+            .expect("the window lock is never poisoned")
+            .oldest_generation();
+        if let Some(g) = oldest {
+            if self.config.run.keep_old_games {
+                self.stored.prune_games_before(g)?;
+            } else {
+                self.stored.forget_games_before(g)?;
+            }
+        }
         self.generation = next;
         self.new_positions = 0;
         Ok(Some(summary))

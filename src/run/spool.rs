@@ -270,7 +270,8 @@ impl Spool {
     }
 
     /// Uploads one outbox chunk under the name it was bundled with (its PGN first, under
-    /// `pgn/gen-N/`), then removes it from the outbox; returns its key.
+    /// `pgn/gen-N/`, its stream's head after it), then removes it from the outbox; returns
+    /// its key.
     pub fn upload(&self, store: &dyn RunStore, chunk: &Outgoing) -> Result<String> {
         let bytes = std::fs::read(&chunk.path)
             .with_context(|| format!("reading {}", chunk.path.display()))?;
@@ -288,6 +289,9 @@ impl Spool {
             store.put(&name.pgn_key(), &pgn)?;
         }
         store.put(&key, &bytes)?;
+        // The stream's head names the chunk for the trainer's sweeps; a failure here retries
+        // the whole upload (the chunk is read once all the same).
+        cfzero_store::heads::record_upload(store, &name, &key)?;
         let _ = std::fs::remove_file(&pgn_path);
         std::fs::remove_file(&chunk.path)
             .with_context(|| format!("removing {}", chunk.path.display()))?;

@@ -15,6 +15,7 @@
 //!                                   per chunk, numbered per uploader's start
 //! pgn/gen-0003/<worker>-i<incarnation>s<seq>.pgn   the same games as PGN, one per chunk
 //! workers/<worker>/<incarnation>    an uploader's start, claimed create-if-absent
+//! heads/<worker>/<incarnation>/<seq>   the keys of that start's newest chunks
 //! log.tsv, tb/...                   the trainer's log and TensorBoard files
 //! teacher/labels-NN.cfl             a teacher's labels (`train --teacher`), as of the last
 //!                                   generation published; `held-out-NN.cfl` those of the
@@ -25,9 +26,10 @@
 //! On object storage the cache is `--cache DIR`, else `$CFZERO_CACHE/runs/<run>`, else
 //! `$XDG_CACHE_HOME/cfzero/runs/<run>` (`~/.cache/cfzero/...`). It holds nothing the store
 //! does not (a trainer resumes on another machine from the store alone), except a worker's
-//! spool of games not uploaded yet. (A worker on a directory writes its games straight into
-//! the run, `games/gen-N/`, and its trainer reads them there: chunks are how games cross
-//! machines, and a directory needs none.)
+//! spool of games not uploaded yet; a trainer's cache sheds the games of generations older
+//! than every game of its window ([`StoredRun::prune_games_before`]). (A worker on a
+//! directory writes its games straight into the run, `games/gen-N/`, and its trainer reads
+//! them there: chunks are how games cross machines, and a directory needs none.)
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -60,8 +62,9 @@ pub const CHUNK_GRACE: Duration = Duration::from_secs(300);
 /// (the next poll finds it) or a chunk deleted from the store by hand.
 pub const HOLE_WAIT: Duration = Duration::from_secs(600);
 
-/// How often the trainer lists every chunk, to find those the quick polls cannot see.
-pub const FULL_LISTING_EVERY: Duration = Duration::from_secs(60);
+/// How often the trainer sweeps the streams' heads ([`cfzero_store::heads`]), to find the
+/// chunks the quick polls cannot see.
+pub const HEAD_SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// The cache directory of the run at `url`.
 pub fn cache_dir(explicit: Option<&Path>, url: &Url) -> PathBuf {
@@ -104,8 +107,9 @@ pub struct StoredRun {
     /// The store is the directory itself (a run in a directory): nothing to copy.
     in_place: bool,
     cursor: ChunkCursor,
-    /// When the chunks were last listed in full (`None`: not yet by this process).
-    last_full_listing: Option<std::time::Instant>,
+    /// When the streams' heads were last swept, or the chunks listed in full (`None`: not
+    /// yet by this process, whose first ingest lists every chunk).
+    last_sweep: Option<std::time::Instant>,
     /// The length of each growing file (a teacher's labels) as last uploaded.
     uploaded: std::sync::Mutex<std::collections::HashMap<PathBuf, u64>>,
     /// The incarnation this process claimed for its own uploads and the last number used.
@@ -121,7 +125,7 @@ impl StoredRun {
             dir: RunDir::new(local),
             in_place,
             cursor: ChunkCursor::new(CHUNK_GRACE),
-            last_full_listing: None,
+            last_sweep: None,
             uploaded: Default::default(),
             own_stream: Default::default(),
         }
@@ -391,6 +395,63 @@ impl StoredRun {
         Ok(pulled)
     }
 
+    /// Removes from the cache of a run on object storage the games (and their PGN) of the
+    /// generation directories below `g`: the store keeps them, and a trainer's cache stays
+    /// about the size of its window however long the run. A run in a directory keeps
+    /// everything: its games are the run's. Returns the directories removed.
+    pub fn prune_games_before(&self, g: u32) -> Result<usize> {
+        if self.in_place {
+            return Ok(0);
+        }
+        self.remove_generation_dirs(g)
+    }
+
+    /// Removes the local directories `games/gen-N` and `pgn/gen-N` for N below `g`.
+    fn remove_generation_dirs(&self, g: u32) -> Result<usize> {
+        let mut removed = 0;
+        for tree in ["games", "pgn"] {
+            let Ok(entries) = std::fs::read_dir(self.dir.root().join(tree)) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let old = e
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("gen-"))
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .is_some_and(|n| n < g);
+                if old && e.path().is_dir() {
+                    std::fs::remove_dir_all(e.path())
+                        .with_context(|| format!("removing {}", e.path().display()))?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Removes from the run the games of the generation directories below `g` that the
+    /// trainer has read (`run.keep_old_games = false`): on object storage the chunks its
+    /// cursor consumed and their PGN (a chunk not read yet stays), in a directory
+    /// `games/gen-N` and `pgn/gen-N`. Returns the objects or directories removed.
+    pub fn forget_games_before(&self, g: u32) -> Result<usize> {
+        if self.in_place {
+            return self.remove_generation_dirs(g);
+        }
+        let mut removed = self.remove_generation_dirs(g)?;
+        for key in self.store.list_after(CHUNKS, None)? {
+            let Some(name) = ChunkName::parse(&key) else {
+                continue;
+            };
+            if name.generation < g && self.cursor.consumed(&key) {
+                self.store.delete(&name.pgn_key())?;
+                self.store.delete(&key)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Whether the cache holds games `cfzero train` played here for generation `g`
     /// (`gNNNNN.cfzg`).
     fn has_own_games(&self, g: u32) -> bool {
@@ -412,32 +473,56 @@ impl StoredRun {
 
     /// Downloads the chunks that arrived since the last call into the cache; chunks of
     /// `skip_worker` (the trainer's own games, in the cache already) are only marked read.
-    /// A quick poll of the cursor's window, and a full listing of every chunk at the first
-    /// call and then at least every [`FULL_LISTING_EVERY`]: whatever it finds behind the
-    /// window (a worker's slow clock, a slow upload) is ingested too, with a note. Returns the
-    /// chunks downloaded.
+    /// A quick poll of the cursor's window; at the first call a listing of every chunk, then
+    /// at least every [`HEAD_SWEEP_EVERY`] a sweep of the streams' heads, whose cost follows
+    /// the number of uploaders, not of chunks: whatever they find behind the window (a
+    /// worker's slow clock, a slow upload) is ingested too, with a note. Only a stream
+    /// further ahead than its head reaches is listed in full again. Returns the chunks
+    /// downloaded.
     pub fn ingest(&mut self, skip_worker: Option<&str>) -> Result<usize> {
         // A directory's workers write their games into it: nothing comes in chunks.
         if self.in_place {
             return Ok(0);
         }
-        let full = self
-            .last_full_listing
-            .is_none_or(|t| t.elapsed() >= FULL_LISTING_EVERY);
-        let keys = if full {
-            let listing = self.cursor.poll_all(self.store.as_ref())?;
-            self.last_full_listing = Some(std::time::Instant::now());
-            if listing.behind > 0 {
-                eprintln!(
-                    "note: {} chunk(s) found behind the chunk cursor (a worker's clock or upload is more than {} s late): ingested",
-                    listing.behind,
-                    self.cursor.grace().as_secs()
-                );
+        let store = self.store.clone();
+        let store = store.as_ref();
+        let (mut keys, behind) = match self.last_sweep {
+            None => (Vec::new(), self.cursor.poll_all(store)?.new),
+            Some(t) if t.elapsed() >= HEAD_SWEEP_EVERY => {
+                let sweep = self.cursor.sweep_heads(store)?;
+                let mut behind = sweep.new;
+                if !sweep.beyond.is_empty() {
+                    eprintln!(
+                        "note: {} stream(s) of chunks further ahead of the trainer than their heads reach ({}): listing every chunk",
+                        sweep.beyond.len(),
+                        sweep.beyond.join(", ")
+                    );
+                    behind.extend(self.cursor.poll_all(store)?.new);
+                }
+                (self.cursor.poll(store)?, behind)
             }
-            listing.new
-        } else {
-            self.cursor.poll(self.store.as_ref())?
+            Some(_) => (self.cursor.poll(store)?, Vec::new()),
         };
+        if self
+            .last_sweep
+            .is_none_or(|t| t.elapsed() >= HEAD_SWEEP_EVERY)
+        {
+            self.last_sweep = Some(std::time::Instant::now());
+        }
+        let from = self.cursor.list_from();
+        let late = behind
+            .iter()
+            .filter(|k| from.as_deref().is_some_and(|f| k.as_str() <= f) && !keys.contains(k))
+            .count();
+        if late > 0 {
+            eprintln!(
+                "note: {late} chunk(s) found behind the chunk cursor (a worker's clock or upload is more than {} s late): ingested",
+                self.cursor.grace().as_secs()
+            );
+        }
+        keys.extend(behind);
+        keys.sort();
+        keys.dedup();
         let mut pulled = 0;
         for key in keys {
             let Some(name) = ChunkName::parse(&key) else {
@@ -620,10 +705,10 @@ impl StoredRun {
         if let Ok(text) = std::fs::read(pgn) {
             self.store.put(&name.pgn_key(), &text)?;
         }
-        self.store.put(
-            &name.key(),
-            &cfzero_selfplay::record::encode_records(&games),
-        )?;
+        let key = name.key();
+        self.store
+            .put(&key, &cfzero_selfplay::record::encode_records(&games))?;
+        cfzero_store::heads::record_upload(self.store.as_ref(), &name, &key)?;
         Ok(())
     }
 }
@@ -708,5 +793,75 @@ mod tests {
         assert_eq!(cache_dir(Some(Path::new("/c")), &url), PathBuf::from("/c"));
         assert_eq!(net_generation("nets/gen-0012.safetensors"), Some(12));
         assert_eq!(net_generation("nets/gen-0012.safetensors.tmp1"), None);
+    }
+
+    #[test]
+    fn a_cache_sheds_old_generations_and_a_run_directory_keeps_them() {
+        let store_dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let store: Arc<dyn RunStore> = Arc::new(cfzero_store::LocalStore::new(store_dir.path()));
+        let make = |root: &Path| {
+            for d in [
+                "games/gen-1",
+                "games/gen-2",
+                "games/gen-3",
+                "pgn/gen-1",
+                "games/other",
+            ] {
+                std::fs::create_dir_all(root.join(d)).unwrap();
+                std::fs::write(root.join(d).join("a.cfzg"), b"x").unwrap();
+            }
+        };
+        make(cache.path());
+        let cached = StoredRun::new(store.clone(), cache.path());
+        assert_eq!(cached.prune_games_before(3).unwrap(), 3);
+        for (d, kept) in [
+            ("games/gen-1", false),
+            ("games/gen-2", false),
+            ("pgn/gen-1", false),
+            ("games/gen-3", true),
+            ("games/other", true),
+        ] {
+            assert_eq!(cache.path().join(d).exists(), kept, "{d}");
+        }
+        make(store_dir.path());
+        let in_place = StoredRun::new(store, store_dir.path());
+        assert_eq!(in_place.prune_games_before(3).unwrap(), 0);
+        assert!(store_dir.path().join("games/gen-1/a.cfzg").exists());
+        // Told not to keep old games, a directory run removes them too.
+        assert_eq!(in_place.forget_games_before(2).unwrap(), 2);
+        assert!(!store_dir.path().join("games/gen-1").exists());
+        assert!(store_dir.path().join("games/gen-2/a.cfzg").exists());
+    }
+
+    #[test]
+    fn only_read_chunks_of_old_generations_are_forgotten_on_a_store() {
+        let store_dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let store: Arc<dyn RunStore> = Arc::new(cfzero_store::LocalStore::new(store_dir.path()));
+        let chunk = |generation: u32, seq: u64| ChunkName {
+            uploaded_ms: 1_000 + seq,
+            generation,
+            worker: "w".into(),
+            bundle: Bundle::Numbered {
+                incarnation: 1,
+                seq,
+            },
+            games: 1,
+            positions: 10,
+        };
+        let (read_old, unread_old, read_new) = (chunk(1, 1), chunk(2, 3), chunk(3, 2));
+        for c in [&read_old, &unread_old, &read_new] {
+            store.put(&c.key(), b"games").unwrap();
+            store.put(&c.pgn_key(), b"pgn").unwrap();
+        }
+        let mut run = StoredRun::new(store.clone(), cache.path());
+        run.cursor.consume(&read_old.key());
+        run.cursor.consume(&read_new.key());
+        assert_eq!(run.forget_games_before(3).unwrap(), 1);
+        let left = store.list_after(CHUNKS, None).unwrap();
+        assert_eq!(left, vec![read_new.key(), unread_old.key()]);
+        assert!(store.get(&read_old.pgn_key()).unwrap().is_none());
+        assert!(store.get(&unread_old.pgn_key()).unwrap().is_some());
     }
 }

@@ -16,11 +16,11 @@ use std::time::Instant;
 
 use anyhow::Result;
 use cfzero_chess::{ChessState, HistoryFill, TerminalReason};
+use cfzero_inference::backend::BackendChoice;
+use cfzero_inference::{InferenceHandle, InferenceServer};
 use cfzero_mcts::{Driver, SearchConfig, SearchMode};
-use cfzero_network::backend::BackendChoice;
 use cfzero_network::checkpoint::load_net;
 use cfzero_network::precision::Precision;
-use cfzero_network::{InferenceHandle, InferenceServer};
 use clap::Args;
 use shakmaty::Color;
 

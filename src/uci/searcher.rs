@@ -16,9 +16,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cfzero_chess::ChessState;
+use cfzero_inference::InferenceHandle;
 use cfzero_mcts::tree::{NO_NODE, ROOT, Tree};
 use cfzero_mcts::{Driver, Limits, Search};
-use cfzero_network::InferenceHandle;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use shakmaty::uci::UciMove;

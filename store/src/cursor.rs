@@ -14,7 +14,11 @@
 //! after the newest upload time seen, less the grace window, and never after this machine's
 //! own clock less the grace (so a worker whose clock runs fast cannot move the window past
 //! the others). A key named before the window (a worker whose clock runs slow, an upload
-//! slower than the window) is found by the next full listing ([`ChunkCursor::poll_all`]).
+//! slower than the window) is found by the next sweep of the streams' heads
+//! ([`ChunkCursor::sweep_heads`], [`crate::heads`]), whose cost grows with the number of
+//! uploaders, not of chunks; a listing of every chunk ([`ChunkCursor::poll_all`]) is needed
+//! only at a trainer's start and for a stream further ahead of the cursor than its head
+//! reaches.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -22,6 +26,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::chunks::{Bundle, CHUNKS, ChunkName, now_ms};
+use crate::heads::{HEADS, StreamHead, parse_head_key};
 use crate::{RunStore, StoreError};
 
 /// What a trainer has consumed of the chunks, and where its quick polls start. Serialisable,
@@ -97,6 +102,17 @@ impl Stream {
         }
     }
 
+    /// Whether every chunk up to `top` is consumed (a skipped hole's chunks only if they came
+    /// after all).
+    fn complete_through(&self, top: u64) -> bool {
+        self.floor >= top
+            && self.above.is_empty()
+            && self
+                .skipped
+                .iter()
+                .all(|&(a, b)| self.late.range(a..=b).count() as u64 == b - a + 1)
+    }
+
     /// The hole below the consumed chunks above the floor, if any.
     fn hole(&self) -> Option<(u64, u64)> {
         self.above.first().map(|&first| (self.floor + 1, first - 1))
@@ -137,9 +153,23 @@ pub struct FullListing {
     pub behind: usize,
 }
 
+/// What a sweep of the streams' heads found ([`ChunkCursor::sweep_heads`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeadSweep {
+    /// Streams whose heads were listed.
+    pub streams: usize,
+    /// Heads read: those of streams with chunks the cursor has not consumed.
+    pub read: usize,
+    /// The unconsumed chunk keys the heads named, ascending.
+    pub new: Vec<String>,
+    /// Streams with an unconsumed chunk older than their head's oldest key: only a listing
+    /// of every chunk finds it.
+    pub beyond: Vec<String>,
+}
+
 impl ChunkCursor {
     /// A cursor before every chunk, with `grace` for uploads that land late (quick polls
-    /// find uploads later than that only at the next full listing).
+    /// find uploads later than that only at the next sweep of the heads).
     pub fn new(grace: Duration) -> ChunkCursor {
         ChunkCursor {
             grace_ms: grace.as_millis() as u64,
@@ -264,6 +294,60 @@ impl ChunkCursor {
         })
     }
 
+    /// A sweep of the streams' heads ([`crate::heads`]): one listing of `heads/` (a request
+    /// per thousand streams), then a read of the head of each stream with chunks not
+    /// consumed. Returns the unconsumed keys the heads name and the streams that need more.
+    pub fn sweep_heads(&self, store: &dyn RunStore) -> Result<HeadSweep, StoreError> {
+        let mut tops: BTreeMap<String, (u64, String)> = BTreeMap::new();
+        for key in store.list_after(HEADS, None)? {
+            if let Some(h) = parse_head_key(&key) {
+                let top = tops.entry(h.stream).or_insert((0, String::new()));
+                if h.seq >= top.0 {
+                    *top = (h.seq, key);
+                }
+            }
+        }
+        let mut sweep = HeadSweep {
+            streams: tops.len(),
+            ..HeadSweep::default()
+        };
+        for (stream, (top, key)) in tops {
+            let known = self.streams.get(&stream);
+            if known.is_some_and(|s| s.complete_through(top)) {
+                continue;
+            }
+            // Replaced since the listing: the next sweep reads its successor.
+            let Some(bytes) = store.get(&key)? else {
+                continue;
+            };
+            sweep.read += 1;
+            // A head that does not parse names nothing: the stream needs the full listing.
+            let head: StreamHead = serde_json::from_slice(&bytes).unwrap_or_default();
+            let mut reach = top + 1;
+            for k in head.keys {
+                let Some(name) = ChunkName::parse(&k) else {
+                    continue;
+                };
+                let Bundle::Numbered { seq, .. } = name.bundle else {
+                    continue;
+                };
+                if name.stream() != stream {
+                    continue;
+                }
+                reach = reach.min(seq);
+                if !self.consumed_name(&name) {
+                    sweep.new.push(k);
+                }
+            }
+            if known.map_or(0, |s| s.floor) + 1 < reach {
+                sweep.beyond.push(stream);
+            }
+        }
+        sweep.new.sort();
+        sweep.new.dedup();
+        Ok(sweep)
+    }
+
     /// The parsed, unconsumed keys of `keys`, ascending.
     fn new_among(&self, keys: Vec<String>) -> Vec<String> {
         keys.into_iter()
@@ -358,6 +442,59 @@ mod tests {
         // Chunks above the floor keep coming as before.
         c.consume(&numbered(1_004_000, "w", 1, 5));
         assert_eq!(c.streams["w/1"].floor, 5);
+    }
+
+    #[test]
+    fn a_sweep_of_the_heads_finds_the_chunks_the_quick_polls_missed() {
+        use crate::heads::{HEAD_KEYS, head_key, record_upload};
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::LocalStore::new(dir.path());
+        let upload = |ms: u64, worker: &str, seq: u64| {
+            let key = numbered(ms, worker, 1, seq);
+            let name = ChunkName::parse(&key).unwrap();
+            store.put(&key, b"games").unwrap();
+            record_upload(&store, &name, &key).unwrap();
+            key
+        };
+        let now = now_ms();
+        let mut c = ChunkCursor::new(Duration::from_secs(300));
+        let a1 = upload(now, "a", 1);
+        let a2 = upload(now + 1, "a", 2);
+        // Worker b's clock is an hour slow: its chunks lie before the quick polls' window.
+        let b1 = upload(now - 3_600_000, "b", 1);
+        let b2 = upload(now - 3_599_000, "b", 2);
+        c.consume(&a1);
+        c.consume(&a2);
+        assert!(
+            c.poll(&store).unwrap().is_empty(),
+            "b lies before the window"
+        );
+        let sweep = c.sweep_heads(&store).unwrap();
+        assert_eq!(sweep.streams, 2);
+        assert_eq!(sweep.read, 1, "a's head is not read: all of a is consumed");
+        assert_eq!(sweep.new, vec![b1.clone(), b2.clone()]);
+        assert!(sweep.beyond.is_empty());
+        c.consume(&b1);
+        c.consume(&b2);
+        assert_eq!(c.sweep_heads(&store).unwrap().read, 0);
+        // A stream further ahead than its head reaches needs the full listing.
+        for seq in 3..=HEAD_KEYS as u64 + 5 {
+            upload(now - 3_500_000 + seq, "b", seq);
+        }
+        let sweep = c.sweep_heads(&store).unwrap();
+        assert_eq!(sweep.new.len(), HEAD_KEYS);
+        assert_eq!(sweep.beyond, vec!["b/1".to_string()]);
+        let all = c.poll_all(&store).unwrap();
+        assert_eq!(all.new.len(), HEAD_KEYS + 3);
+        for k in all.new {
+            c.consume(&k);
+        }
+        let sweep = c.sweep_heads(&store).unwrap();
+        assert!(sweep.new.is_empty() && sweep.beyond.is_empty());
+        assert_eq!(
+            store.list_after(HEADS, None).unwrap(),
+            vec![head_key("a", 1, 2), head_key("b", 1, HEAD_KEYS as u64 + 5)]
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@
 pub mod chunks;
 pub mod cursor;
 pub mod fence;
+pub mod heads;
 mod lease;
 pub mod local;
 pub mod location;
@@ -27,7 +28,7 @@ pub mod retry;
 use std::time::Duration;
 
 pub use chunks::{Bundle, ChunkName, claim_incarnation};
-pub use cursor::{ChunkCursor, FullListing, Hole, HoleEvent};
+pub use cursor::{ChunkCursor, FullListing, HeadSweep, Hole, HoleEvent};
 pub use fence::{Fence, FencedStore};
 pub use lease::Lease;
 pub use local::LocalStore;

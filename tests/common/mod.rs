@@ -4,6 +4,7 @@
 // Each test binary uses a part of these helpers.
 #![allow(dead_code)]
 
+pub mod s3;
 pub mod uci;
 
 use std::path::{Path, PathBuf};

@@ -33,8 +33,14 @@ pub struct S3Server {
 }
 
 impl S3Server {
-    /// Starts a server and waits until it listens.
+    /// Starts a server on 127.0.0.1 and waits until it listens.
     pub fn start() -> S3Server {
+        S3Server::start_on("127.0.0.1")
+    }
+
+    /// Starts a server listening on `host` (`0.0.0.0`: every address of this network
+    /// namespace) and waits until it answers on 127.0.0.1.
+    pub fn start_on(host: &str) -> S3Server {
         let exe = workspace_root().join(".venv/bin/moto_server");
         assert!(
             exe.exists(),
@@ -48,7 +54,7 @@ impl S3Server {
             .port();
         let dir = tempfile::tempdir().unwrap();
         let child = Command::new(exe)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-H", host, "-p", &port.to_string()])
             .env("MOTO_RECORDER_FILEPATH", dir.path().join("recording"))
             .current_dir(dir.path())
             .stdout(Stdio::null())
@@ -92,6 +98,11 @@ impl S3Server {
             .map_or("", |(_, b)| b)
             .to_owned();
         (status, body)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// The endpoint URL (`AWS_ENDPOINT_URL` for the binary).

@@ -16,7 +16,7 @@
 
 use super::simd::Lanes;
 use super::weights::ShawW;
-use crate::model::shaw::BUCKETS;
+use cfzero_network::model::shaw::BUCKETS;
 
 /// Scratch of one head: the `[64, 64]` tile and the keys transposed.
 #[derive(Debug, Clone)]
@@ -518,7 +518,7 @@ fn transpose_keys<L: Lanes>(keys_t: &mut [f32], keys: &[f32], stride: usize, dh:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::shaw::bucket;
+    use cfzero_network::model::shaw::bucket;
 
     #[test]
     fn window_bases_give_every_bucket() {

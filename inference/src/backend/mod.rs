@@ -1,8 +1,8 @@
 //! The seam between batching and a neural backend (as Lc0's `backend.h` or KataGo's
 //! `nninterface.h`): a batch of encoded positions in, the play heads out.
 //!
-//! The inference server ([`crate::inference`]) owns everything around it: encoding
-//! positions ([`crate::inference::NetInput`]), merging requests into batches, gathering the
+//! The inference server ([`crate::server`]) owns everything around it: encoding
+//! positions ([`crate::NetInput`]), merging requests into batches, gathering the
 //! policy logits of each position's legal moves, statistics, and (in the search's driver)
 //! the evaluation cache. A backend only runs the network: [`TchBackend`] runs the
 //! Chessformer through libtorch; [`MaterialBackend`] is a network-free baseline that
@@ -10,18 +10,20 @@
 //! Runtime, candle, TensorRT) plugs in.
 
 mod choice;
+mod compare;
 mod material;
 mod native;
 mod tch_net;
 
 pub use choice::{BackendChoice, ChoiceError, ServingBackend, UnknownBackend};
+pub use compare::compare_backend;
 pub use material::MaterialBackend;
 pub use native::{NATIVE_NAME, NativeBackend, bf16_supported as native_bf16_supported};
 pub use tch_net::TchBackend;
 
-use crate::encoding::POLICY_SIZE;
-use crate::inference::INPUT_FLOATS;
+use crate::INPUT_FLOATS;
 use cfzero_chess::HistoryFill;
+use cfzero_network::encoding::POLICY_SIZE;
 
 /// Why a backend could not evaluate or reload.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -97,7 +99,7 @@ pub trait Backend: Send {
     fn capabilities(&self) -> Capabilities;
 
     /// Evaluates `n` positions: `inputs` holds `n * INPUT_FLOATS` floats, each position as
-    /// 64 tokens of 112 features ([`crate::encoding::encode_tokens`]); `out` is reset to
+    /// 64 tokens of 112 features ([`cfzero_network::encoding::encode_tokens`]); `out` is reset to
     /// `n` positions and filled.
     fn forward(
         &mut self,

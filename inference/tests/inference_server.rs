@@ -2,11 +2,13 @@
 //! the thread merges them into larger forward passes, and every answer must reach the
 //! thread that asked, for the positions it asked about.
 
+#[path = "../../network/tests/net_support/mod.rs"]
 mod net_support;
 
 use cfzero_chess::ChessState;
+use cfzero_inference::{InferenceHandle, InferenceOptions, InferenceServer};
 use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
-use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};
+use cfzero_network::Net;
 use net_support::preset;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};

@@ -2,8 +2,8 @@
 //! whole inference path (encoding, batching, gathering) without a net.
 
 use super::{Backend, BackendError, BackendOutputs, Capabilities, NamedWeights, check_inputs};
-use crate::encoding::PLANES;
 use cfzero_chess::{HistoryFill, material_value, piece_value};
+use cfzero_network::encoding::PLANES;
 use shakmaty::Role;
 
 /// Uniform policy; the value [`material_value`] of the material difference for the side to

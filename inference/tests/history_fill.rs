@@ -2,14 +2,16 @@
 //! config, the inference server encodes every position with it whatever the state was set up
 //! with, and nets stored before the setting existed keep the convention they were trained with.
 
+#[path = "../../network/tests/net_support/mod.rs"]
 mod net_support;
 
 use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_inference::backend::TchBackend;
+use cfzero_inference::{InferenceOptions, InferenceServer};
 use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
-use cfzero_network::backend::TchBackend;
+use cfzero_network::Net;
 use cfzero_network::checkpoint::{load_net, save_net};
 use cfzero_network::encoding::{PLANES, TOKEN_FLOATS, encode_planes_filled, encode_tokens_filled};
-use cfzero_network::{InferenceOptions, InferenceServer, Net};
 use net_support::preset;
 use tch::{Device, Kind, Tensor};
 

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use super::dense::DenseW;
 use super::kernels::RowNorm;
 use crate::backend::{BackendError, NamedWeights};
-use crate::config::{NetworkConfig, Norm, PositionEncoding};
-use crate::model::shaw::{BUCKETS, bucket};
+use cfzero_network::config::{NetworkConfig, Norm, PositionEncoding};
+use cfzero_network::model::shaw::{BUCKETS, bucket};
 
 /// Shaw tables of one layer, per head, laid out for the window kernels.
 #[derive(Debug, Clone)]
@@ -278,7 +278,7 @@ impl NativeWeights {
         let d = config.d_model;
         let (h, dh) = (config.heads, config.d_head());
         let scale = 1.0 / (dh as f32).sqrt();
-        let embed = t.dense("embed", crate::encoding::PLANES, d, true)?;
+        let embed = t.dense("embed", cfzero_network::encoding::PLANES, d, true)?;
         let gate_mul = t.take("embed.gate_mul", &[64, d])?;
         let gate_add = t.take("embed.gate_add", &[64, d])?;
         let mut layers = Vec::with_capacity(config.layers);
@@ -428,7 +428,7 @@ fn shaw(t: &mut Tensors, a: &str, h: usize, dh: usize, scale: f32) -> Result<Sha
     let rk = t.take(&format!("{a}.rpe_k"), &[h, BUCKETS, dh])?;
     let rv = t.take(&format!("{a}.rpe_v"), &[h, BUCKETS, dh])?;
     let rb = t.take(
-        &format!("{a}.{}", crate::model::attention::SHAW_BIAS),
+        &format!("{a}.{}", cfzero_network::model::attention::SHAW_BIAS),
         &[h, BUCKETS],
     )?;
     let mut rq_t = vec![0f32; h * dh * BUCKETS];

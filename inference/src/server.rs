@@ -13,13 +13,13 @@ use cfzero_mcts::{EvalError, Evaluations, Evaluator, LeafBatch};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use tch::Kind;
 
-use super::input::{INPUT_FLOATS, NetInput};
 use crate::backend::{
     Backend, BackendChoice, BackendError, BackendOutputs, Capabilities, MaterialBackend,
     NamedWeights, NativeBackend, ServingBackend, TchBackend,
 };
-use crate::encoding::POLICY_SIZE;
-use crate::model::Net;
+use crate::input::{INPUT_FLOATS, NetInput};
+use cfzero_network::encoding::POLICY_SIZE;
+use cfzero_network::model::Net;
 
 /// The largest batch of a server that is not told otherwise (`[inference] max_batch`, the servers of
 /// `match`, `ladder`, `puzzles`): 256 positions, past which a CPU pass gains nothing.
@@ -32,7 +32,7 @@ pub struct InferenceOptions {
     pub max_batch: usize,
     /// Capacity of the request channel (in requests); senders block when it is full.
     pub queue_capacity: usize,
-    /// Kind the net runs in: `Float`, or `BFloat16` (see [`crate::precision`]).
+    /// Kind the net runs in: `Float`, or `BFloat16` (see [`cfzero_network::precision`]).
     pub kind: Kind,
     /// Which backend serves the net (`auto` resolved by [`BackendChoice::resolve`]).
     pub backend: BackendChoice,

@@ -3,10 +3,10 @@
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_mcts::Game;
 
-use crate::encoding::{encode_tokens_filled, move_index};
+use cfzero_network::encoding::{encode_tokens_filled, move_index};
 
 /// Floats of one position's input: 64 tokens of 112 features.
-pub const INPUT_FLOATS: usize = crate::encoding::TOKEN_FLOATS;
+pub const INPUT_FLOATS: usize = cfzero_network::encoding::TOKEN_FLOATS;
 
 /// A game state the network can evaluate.
 pub trait NetInput: Game {

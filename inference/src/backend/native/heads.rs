@@ -3,7 +3,7 @@
 
 use super::kernels::{dot, softmax_row};
 use super::weights::{PolicyW, ValueW};
-use crate::encoding::{POLICY_SIZE, attention_gather};
+use cfzero_network::encoding::{POLICY_SIZE, attention_gather};
 
 /// Writes one position's 1858 policy logits into `out` from its from-to logits `c`
 /// (`[64, 64]`, already divided by `sqrt(d_pol)`) and its policy keys `keys` (`[64, d_pol]`):

@@ -5,9 +5,9 @@ use tch::{Kind, Tensor};
 use super::{
     Backend, BackendError, BackendOutputs, Capabilities, NamedWeights, check_fit, check_inputs,
 };
-use crate::inference::INPUT_FLOATS;
-use crate::model::Net;
-use crate::precision::kind_name;
+use crate::INPUT_FLOATS;
+use cfzero_network::model::Net;
+use cfzero_network::precision::kind_name;
 
 /// A [`Net`] readied for serving ([`Net::prepare_serving`]): eval mode, the inference
 /// precision, its attention weights fused for the batch size.

@@ -36,12 +36,12 @@ use super::{
     Backend, BackendError, BackendOutputs, Capabilities, ChoiceError, NamedWeights, check_fit,
     check_inputs,
 };
-use crate::config::NetworkConfig;
-use crate::encoding::{PLANES, POLICY_SIZE};
-use crate::inference::INPUT_FLOATS;
-use crate::model::Net;
-use crate::model::layers::NORM_EPS;
-use crate::model::smolgen::SMOLGEN_EPS;
+use crate::INPUT_FLOATS;
+use cfzero_network::config::NetworkConfig;
+use cfzero_network::encoding::{PLANES, POLICY_SIZE};
+use cfzero_network::model::Net;
+use cfzero_network::model::layers::NORM_EPS;
+use cfzero_network::model::smolgen::SMOLGEN_EPS;
 use tch::Kind;
 
 /// The backend's name in logs, configs and `--backend`.
@@ -181,7 +181,9 @@ impl NativeBackend {
         match kind {
             Kind::Float => Ok(backend),
             Kind::BFloat16 => backend.bf16(),
-            other => Err(ChoiceError::NativePrecision(crate::precision::kind_name(other)).into()),
+            other => Err(
+                ChoiceError::NativePrecision(cfzero_network::precision::kind_name(other)).into(),
+            ),
         }
     }
 
@@ -357,7 +359,7 @@ impl NativeBackend {
 }
 
 /// Whether this CPU runs the native pass with bf16 products (AVX-512 BF16 beside AVX2 and
-/// FMA); [`crate::precision::CPU_BF16_OVERRIDE`] does not change it, since a claim the CPU
+/// FMA); [`cfzero_network::precision::CPU_BF16_OVERRIDE`] does not change it, since a claim the CPU
 /// cannot keep would run instructions it does not have.
 pub fn bf16_supported() -> bool {
     #[cfg(target_arch = "x86_64")]

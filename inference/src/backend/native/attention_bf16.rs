@@ -29,7 +29,7 @@ use std::arch::x86_64::*;
 use super::attention::window_base;
 use super::dense_bf16::{pair, round_row};
 use super::weights::ShawW;
-use crate::model::shaw::BUCKETS;
+use cfzero_network::model::shaw::BUCKETS;
 
 /// A layer's Shaw tables as bf16 pairs (see the module docs for the layouts).
 #[derive(Debug, Clone, Default)]
@@ -386,7 +386,7 @@ pub unsafe fn softmax_pairs(
 mod tests {
     use super::super::dense_bf16::supported;
     use super::*;
-    use crate::model::shaw::bucket;
+    use cfzero_network::model::shaw::bucket;
 
     /// `x` rounded to bf16, as f64.
     fn round(x: f32) -> f64 {

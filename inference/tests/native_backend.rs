@@ -6,17 +6,18 @@
 //! bf16 products (on a CPU with AVX-512 BF16) the outputs stay within a stated bound of
 //! libtorch's f32.
 
+#[path = "../../network/tests/net_support/mod.rs"]
 mod net_support;
 
 use std::path::PathBuf;
 
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_export::lc0::read_lc0_file;
-use cfzero_mcts::Game;
-use cfzero_network::Net;
-use cfzero_network::backend::{
+use cfzero_inference::backend::{
     Backend, BackendError, BackendOutputs, NamedWeights, NativeBackend, TchBackend,
 };
+use cfzero_mcts::Game;
+use cfzero_network::Net;
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens};
 use net_support::{perturb, perturbed};
 use rand::{Rng, SeedableRng};
@@ -296,7 +297,7 @@ fn reload_takes_a_new_generation_and_refuses_bad_weights_as_libtorch_does() {
 /// notice elsewhere (where `bf16` must be refused with the reason).
 fn native_bf16(net: &Net, max_batch: usize) -> Option<NativeBackend> {
     let backend = NativeBackend::from_net(net, Kind::BFloat16, max_batch);
-    if cfzero_network::backend::native_bf16_supported() {
+    if cfzero_inference::backend::native_bf16_supported() {
         return Some(backend.unwrap());
     }
     let err = backend.unwrap_err().to_string();

@@ -3,14 +3,16 @@
 //! reports what it is; reloading weights works where there are weights and is refused where
 //! not.
 
+#[path = "../../network/tests/net_support/mod.rs"]
 mod net_support;
 
 use cfzero_chess::{ChessState, HistoryFill};
-use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
-use cfzero_network::backend::{
+use cfzero_inference::backend::{
     Backend, BackendChoice, BackendError, MaterialBackend, NativeBackend, TchBackend,
 };
-use cfzero_network::{InferenceHandle, InferenceOptions, InferenceServer, Net};
+use cfzero_inference::{InferenceHandle, InferenceOptions, InferenceServer};
+use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
+use cfzero_network::Net;
 use net_support::preset;
 use tch::{Device, Kind};
 

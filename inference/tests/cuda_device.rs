@@ -6,17 +6,17 @@
 //! suite runs anywhere; `scripts/gpu-check.sh` runs them (`-- cuda`) with
 //! `CFZERO_TEST_CUDA=1`, under which a missing device is a failure instead.
 
+#[path = "../../network/tests/net_support/mod.rs"]
 mod net_support;
 
 use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_inference::NetInput;
+use cfzero_inference::backend::{Backend, BackendChoice, BackendOutputs, TchBackend};
+use cfzero_inference::{InferenceHandle, InferenceOptions, InferenceServer};
 use cfzero_mcts::{Evaluations, Evaluator, Game, LeafBatch};
 use cfzero_network::autocast::bf16_autocast;
-use cfzero_network::backend::{Backend, BackendChoice, BackendOutputs, TchBackend};
 use cfzero_network::encoding::TOKEN_FLOATS;
-use cfzero_network::inference::NetInput;
-use cfzero_network::{
-    InferenceHandle, InferenceOptions, InferenceServer, LossWeights, Net, TrainingBatch, loss,
-};
+use cfzero_network::{LossWeights, Net, TrainingBatch, loss};
 use tch::{Device, Kind, Tensor};
 
 /// The device, or `None` after a visible notice (a failure under `CFZERO_TEST_CUDA=1`).

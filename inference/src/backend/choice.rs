@@ -117,9 +117,9 @@ impl BackendChoice {
             let fits =
                 kind == Kind::Float || (kind == Kind::BFloat16 && super::native::bf16_supported());
             if !fits {
-                return Err(ChoiceError::NativePrecision(crate::precision::kind_name(
-                    kind,
-                )));
+                return Err(ChoiceError::NativePrecision(
+                    cfzero_network::precision::kind_name(kind),
+                ));
             }
             Ok(())
         };

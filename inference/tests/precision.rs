@@ -2,12 +2,13 @@
 //! scale, gathered tables) give the training forward pass's outputs, and bf16 stays within
 //! stated tolerances of f32 on real positions, for every architecture a preset uses.
 
+#[path = "../../network/tests/net_support/mod.rs"]
 mod net_support;
 
 use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_inference::{INPUT_FLOATS, NetInput};
 use cfzero_mcts::Game;
 use cfzero_network::Net;
-use cfzero_network::inference::{INPUT_FLOATS, NetInput};
 use cfzero_network::precision::compare_nets;
 use net_support::preset;
 use tch::{Device, Kind, Tensor};
