@@ -9,8 +9,6 @@
 #[path = "../../network/tests/net_support/mod.rs"]
 mod net_support;
 
-use std::path::PathBuf;
-
 use cfzero_chess::{ChessState, HistoryFill};
 use cfzero_export::lc0::read_lc0_file;
 use cfzero_inference::backend::{
@@ -19,7 +17,7 @@ use cfzero_inference::backend::{
 use cfzero_mcts::Game;
 use cfzero_network::Net;
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens};
-use net_support::{perturb, perturbed};
+use net_support::{lc0_data, perturb, perturbed};
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use tch::{Device, Kind};
@@ -144,12 +142,6 @@ fn native_serves_a_net_without_a_winner_head_from_its_q_head() {
     let net = Net::new(&config, Device::Cpu).unwrap();
     perturb(&net, 0.1);
     agrees_with_libtorch("micro without winner", net, &[1, 33]);
-}
-
-fn lc0_data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/lc0")
-        .join(name)
 }
 
 #[test]

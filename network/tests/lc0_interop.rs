@@ -5,7 +5,6 @@
 mod net_support;
 
 use std::io::Read;
-use std::path::PathBuf;
 
 use cfzero_chess::ChessState;
 use cfzero_export::lc0::proto::{Layer, Net as NetFile};
@@ -15,24 +14,19 @@ use cfzero_export::lc0::{
 };
 use cfzero_network::Net;
 use cfzero_network::encoding::{TOKEN_FLOATS, encode_tokens, move_index};
+use net_support::lc0_data;
 use prost::Message;
 use serde_json::Value;
 use shakmaty::Position;
 use shakmaty::uci::UciMove;
 use tch::{Device, Kind, Tensor};
 
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/lc0")
-        .join(name)
-}
-
 fn vectors() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(data("vectors.json")).unwrap()).unwrap()
+    serde_json::from_str(&std::fs::read_to_string(lc0_data("vectors.json")).unwrap()).unwrap()
 }
 
 fn raw_file(name: &str) -> NetFile {
-    let gz = std::fs::read(data(name)).unwrap();
+    let gz = std::fs::read(lc0_data(name)).unwrap();
     let mut bytes = Vec::new();
     flate2::read::GzDecoder::new(gz.as_slice())
         .read_to_end(&mut bytes)
@@ -65,7 +59,7 @@ fn imported_reference_nets_reproduce_lc0_on_every_vector_case() {
     let vectors = vectors();
     let mut worst = (0.0f64, 0.0f64, 0.0f64);
     for net_name in ["bt-smolgen", "bt-plain"] {
-        let net = read_lc0_file(&data(&format!("{net_name}.pb.gz")), Device::Cpu).unwrap();
+        let net = read_lc0_file(&lc0_data(&format!("{net_name}.pb.gz")), Device::Cpu).unwrap();
         let cases: Vec<&Value> = vectors["cases"]
             .as_array()
             .unwrap()
@@ -265,7 +259,7 @@ fn an_exported_file_declares_the_reference_nets_format_and_reimports() {
 #[test]
 fn reference_nets_export_back_to_the_same_values() {
     for name in ["bt-smolgen.pb.gz", "bt-plain.pb.gz"] {
-        let net = read_lc0_file(&data(name), Device::Cpu).unwrap();
+        let net = read_lc0_file(&lc0_data(name), Device::Cpu).unwrap();
         let again = import_net(
             &export_net(&net, LayerEncoding::Float32).unwrap(),
             "memory",

@@ -272,7 +272,7 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
                     seq += 1;
                     let started = Instant::now();
                     let now = now_ms();
-                    let key = ChunkName {
+                    let name = ChunkName {
                         uploaded_ms: now,
                         generation: 1,
                         worker: format!("w{w:04}"),
@@ -282,10 +282,9 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
                         },
                         games: chunk_games,
                         positions: chunk_positions,
-                    }
-                    .key();
+                    };
+                    let key = name.key();
                     store.put(&key, &payload)?;
-                    let name = ChunkName::parse(&key).expect("a key of ChunkName");
                     record_upload(store.as_ref(), &name, &key)?;
                     uploaded.fetch_add(1, Ordering::Relaxed);
                     upload_micros

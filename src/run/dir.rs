@@ -190,6 +190,15 @@ impl RunDir {
     }
 }
 
+/// The generation of a games or PGN directory, `gen-NNNN` ([`RunDir::games`]).
+pub fn generation_dir(dir: &Path) -> Option<u32> {
+    dir.file_name()?
+        .to_str()?
+        .strip_prefix("gen-")?
+        .parse()
+        .ok()
+}
+
 /// The generation of a trainer-state file named `name` (`trainer-gen-NNNN[-TAG].*`), or `None`
 /// for any other file.
 pub fn state_generation(name: &str) -> Option<u32> {

@@ -32,6 +32,7 @@ use cfzero_selfplay::record::{RECORD_EXTENSION, encode_records, read_records};
 use cfzero_store::chunks::now_ms;
 use cfzero_store::{Bundle, ChunkName, RunStore};
 
+use crate::run::dir::generation_dir;
 use crate::run::selfplay_phase::{pgn_text, record_prefix};
 
 /// A worker's spool, locked while this value lives.
@@ -127,7 +128,7 @@ impl Spool {
             if files.is_empty() {
                 continue;
             }
-            let Some(generation) = generation_of(&dir) else {
+            let Some(generation) = generation_dir(&dir) else {
                 continue;
             };
             let bundle = Bundle::Numbered {
@@ -326,14 +327,6 @@ fn bundle_dir(bundle: Bundle, generation: u32) -> String {
 fn parse_bundle_dir(name: &str) -> Option<(Bundle, u32)> {
     let (bundle, generation) = name.split_once("-g")?;
     Some((bundle.parse().ok()?, generation.parse().ok()?))
-}
-
-fn generation_of(dir: &Path) -> Option<u32> {
-    dir.file_name()?
-        .to_str()?
-        .strip_prefix("gen-")?
-        .parse()
-        .ok()
 }
 
 /// The entries of `dir`, sorted (none if it does not exist).
@@ -591,7 +584,7 @@ mod tests {
         assert_eq!(parse_bundle_dir(&bundle_dir(b, 3)), Some((b, 3)));
         let t = Bundle::Timed(1_700_000_000_000);
         assert_eq!(parse_bundle_dir(&bundle_dir(t, 3)), Some((t, 3)));
-        assert_eq!(generation_of(Path::new("x/gen-0012")), Some(12));
+        assert_eq!(generation_dir(Path::new("x/gen-0012")), Some(12));
         assert_eq!(backoff(0), Duration::from_secs(1));
         assert_eq!(backoff(3), Duration::from_secs(8));
         assert_eq!(backoff(40), Duration::from_secs(60));

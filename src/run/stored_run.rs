@@ -414,12 +414,7 @@ impl StoredRun {
                 continue;
             };
             for e in entries.flatten() {
-                let old = e
-                    .file_name()
-                    .to_str()
-                    .and_then(|n| n.strip_prefix("gen-"))
-                    .and_then(|n| n.parse::<u32>().ok())
-                    .is_some_and(|n| n < g);
+                let old = crate::run::dir::generation_dir(&e.path()).is_some_and(|n| n < g);
                 if old && e.path().is_dir() {
                     std::fs::remove_dir_all(e.path())
                         .with_context(|| format!("removing {}", e.path().display()))?;

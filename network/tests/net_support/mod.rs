@@ -66,6 +66,13 @@ pub fn perturbed(name: &str, seed: i64, scale: f64) -> Net {
     net
 }
 
+/// A file of the repository's `tests/data/lc0/`.
+pub fn lc0_data(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/lc0")
+        .join(name)
+}
+
 /// The position of a case of `tests/data/lc0/vectors.json`: its FEN with its history fill,
 /// then its moves.
 pub fn lc0_case_state(case: &serde_json::Value) -> ChessState {
