@@ -86,6 +86,82 @@ pub fn elo_plot(points: &[EloPoint], title: &str, y_label: &str, path: &Path) ->
         .with_context(|| format!("drawing {}", path.display()))
 }
 
+/// One measured line of a curve: its name and its points, each (minutes, score, low, high)
+/// with the score and its 95% interval in [0, 1].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoreSeries {
+    /// What was measured (the opponent, or the puzzles).
+    pub name: String,
+    /// The points, by minutes.
+    pub points: Vec<(f64, f64, f64, f64)>,
+}
+
+/// Draws each series' score in percent against training minutes, with its 95% intervals and
+/// a legend.
+pub fn score_curve(series: &[ScoreSeries], title: &str, path: &Path) -> Result<()> {
+    register_font();
+    const COLOURS: [RGBColor; 4] = [
+        RGBColor(31, 119, 180),
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(148, 103, 189),
+    ];
+    let draw = || -> Result<(), Box<dyn std::error::Error>> {
+        let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(title, ("sans-serif", 20))?;
+        let x_max = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .fold(1e-9f64, f64::max);
+        let mut chart = ChartBuilder::on(&root)
+            .margin(14)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..x_max * 1.05, 0.0..100.0)?;
+        chart
+            .configure_mesh()
+            .x_desc("training (minutes from zero)")
+            .y_desc("score or share solved, % (95% interval)")
+            .label_style(("sans-serif", 14))
+            .draw()?;
+        for (i, s) in series.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().map(|p| (p.0, 100.0 * p.1)),
+                    colour.stroke_width(2),
+                ))?
+                .label(s.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+            chart.draw_series(s.points.iter().map(|p| {
+                ErrorBar::new_vertical(
+                    p.0,
+                    100.0 * p.2,
+                    100.0 * p.1,
+                    100.0 * p.3,
+                    colour.filled(),
+                    8,
+                )
+            }))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    draw()
+        .map_err(|e| anyhow!("{e}"))
+        .with_context(|| format!("drawing {}", path.display()))
+}
+
 /// Draws a chess board, white at the bottom, each square shaded by `weights[square]` (a1 = 0,
 /// h8 = 63; white to red, scaled to the largest weight) and labelled with its percentage, the
 /// pieces as letters (`pieces[square]`, uppercase white), and the `query` square outlined.

@@ -388,6 +388,107 @@ fn bench_learn_trains_for_the_budget_then_plays_both_baselines() {
 }
 
 #[test]
+fn bench_learn_replicates_pair_two_configs_run_by_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("runs");
+    let engine = pick_engine();
+    let r = bench_json(&[
+        "learn",
+        "--config",
+        "configs/micro.toml",
+        "--against",
+        "configs/micro.toml",
+        "--runs",
+        "2",
+        "--device",
+        "cpu",
+        "--minutes",
+        "0.05",
+        "--run",
+        base.to_str().unwrap(),
+        "--games",
+        "2",
+        "--max-plies",
+        "60",
+        "--engine",
+        &engine,
+        "--puzzles",
+        "tests/data/puzzles/known.csv",
+    ]);
+    // A and B alternate, run i of both with micro.toml's seed 7 + i.
+    let runs = r["runs"].as_array().unwrap();
+    let order: Vec<(String, u64)> = runs
+        .iter()
+        .map(|x| {
+            (
+                x["run"].as_str().unwrap().to_string(),
+                x["seed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let dir = |name: &str| base.join(name).display().to_string();
+    assert_eq!(
+        order,
+        [
+            (dir("a-01"), 7),
+            (dir("b-01"), 7),
+            (dir("a-02"), 8),
+            (dir("b-02"), 8)
+        ]
+    );
+    for x in runs {
+        let g = x["training"]["generations"].as_u64().unwrap();
+        assert!(
+            std::path::Path::new(x["run"].as_str().unwrap())
+                .join(format!("nets/gen-{g:04}.safetensors"))
+                .exists()
+        );
+        check_learn_match(&x["vs_random"], "random", 2);
+        check_learn_match(&x["vs_greedy"], "greedy", 2);
+        check_learn_match(&x["vs_engine"], "pick-engine", 2);
+        assert_eq!(x["puzzles"]["total"], 7, "{x}");
+    }
+    // Each config's four measures over its two runs, and the pairs' differences.
+    let value = |run: usize, key: &str| -> f64 {
+        match key {
+            "puzzles" => num(&runs[run]["puzzles"], "share"),
+            _ => num(&runs[run][key], "score_fraction"),
+        }
+    };
+    let keys = ["vs_random", "vs_greedy", "vs_engine", "puzzles"];
+    let summary = r["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 8, "{r}");
+    for (i, s) in summary.iter().enumerate() {
+        let (side, key) = (i / 4, keys[i % 4]);
+        let values: Vec<f64> = s["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(values, [value(side, key), value(side + 2, key)], "{s}");
+        assert_close(num(s, "mean"), (values[0] + values[1]) / 2.0, "mean");
+        assert!(num(s, "low") <= num(s, "mean") && num(s, "mean") <= num(s, "high"));
+    }
+    let differences = r["differences"].as_array().unwrap();
+    assert_eq!(differences.len(), 4, "{r}");
+    for (i, d) in differences.iter().enumerate() {
+        let key = keys[i];
+        let values: Vec<f64> = d["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(
+            values,
+            [value(1, key) - value(0, key), value(3, key) - value(2, key)],
+            "{d}"
+        );
+    }
+}
+
+#[test]
 fn bad_bench_learn_input_is_a_one_line_error_with_exit_code_2() {
     let tmp = tempfile::tempdir().unwrap();
     let busy = tmp.path().join("busy");
@@ -430,6 +531,14 @@ fn bad_bench_learn_input_is_a_one_line_error_with_exit_code_2() {
             fresh.to_str().unwrap(),
         ],
         &["--minutes", "1", "--run", busy.to_str().unwrap()],
+        &[
+            "--minutes",
+            "1",
+            "--runs",
+            "0",
+            "--run",
+            fresh.to_str().unwrap(),
+        ],
     ] {
         let mut args = base.to_vec();
         args.extend_from_slice(extra);

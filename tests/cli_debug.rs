@@ -152,7 +152,7 @@ fn info_says_what_each_command_uses() {
         "# self-play: 2 actor(s) x 32 games in flight, 2 inference server(s), batches of up to 256 (auto for 2 cores, CPU)",
         "# self-play (train, selfplay): 32 simulations a move (8 cheap, 40% full searches), an evaluation cache of 65536 positions an actor, 2 actors",
         "# in-run evaluation and ladder: 16 simulations a move ([eval] simulations), every 6 generation(s)",
-        "# match, puzzles, uci, bench learn's matches (--config): 64 simulations a move ([search] simulations), no root noise; evaluation cache 65536 positions (uci 262144)",
+        "# match, puzzles, uci, bench learn's and bench curve's matches (--config): 64 simulations a move ([search] simulations), no root noise, a draw at 400 plies; evaluation cache 65536 positions (uci 262144)",
     ] {
         assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
     }

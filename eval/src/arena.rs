@@ -281,6 +281,11 @@ pub fn score_sample(games: &[ArenaGame]) -> ScoreSample {
     }
 }
 
+/// The plies at which a match game is adjudicated a draw unless told otherwise (`cfzero
+/// match`, `bench learn`, `bench curve`): far past the length of decided games, so that only
+/// shuffling between nets that cannot mate is cut.
+pub const MATCH_MAX_PLIES: u32 = 400;
+
 /// How a match is played.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MatchOptions {

@@ -1,7 +1,8 @@
 //! `cfzero bench`: speed measurements, each a table or (`--json`) one JSON object.
 //! `bench mcts` measures the search alone, `bench nn` the net, `bench selfplay` and
-//! `bench train` the two halves of a generation, and `bench learn` the strength a config
-//! reaches in a given training time; `bench data` and `bench store` the data paths.
+//! `bench train` the two halves of a generation, `bench learn` the strength a config
+//! reaches in a given training time and `bench curve` a run's strength over its minutes;
+//! `bench data` and `bench store` the data paths.
 
 use std::path::PathBuf;
 
@@ -36,6 +37,9 @@ pub enum BenchCommand {
     /// Learning speed of a config: trains from zero for some minutes, then plays the net
     /// against the random and the greedy mover (score and Elo with 95% intervals).
     Learn(super::bench_learn::LearnBenchArgs),
+    /// Strength over training time: the nets a run had at given minutes against the greedy
+    /// mover, an engine and puzzles (`curve.tsv`, `curve.png`).
+    Curve(super::bench_curve::CurveBenchArgs),
     /// Training data speed: samples per second that one loader thread makes of each source.
     Data(super::bench_data::DataBenchArgs),
     /// Store speed: how many simulated self-play workers one trainer's ingest keeps up with
@@ -90,6 +94,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         BenchCommand::Selfplay(a) => super::bench_selfplay::run(a),
         BenchCommand::Train(a) => super::bench_train::run(a),
         BenchCommand::Learn(a) => super::bench_learn::run(a),
+        BenchCommand::Curve(a) => super::bench_curve::run(a),
         BenchCommand::Data(a) => super::bench_data::run(a),
         BenchCommand::Store(a) => super::bench_store::run(a),
     }

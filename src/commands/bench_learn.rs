@@ -1,35 +1,31 @@
 //! `cfzero bench learn`: how strong a config gets in a given wall-clock time. It trains from
 //! zero for `--minutes` with the loop of `cfzero train`, into a fresh run directory, then
 //! plays fixed matches of the final net against the random mover and the 1-ply greedy mover
-//! from an opening suite, both colours, and reports each score and Elo with its 95% interval.
+//! (and a UCI engine with `--engine`) from an opening suite, both colours, solves `--puzzles`,
+//! and reports each score and Elo with its 95% interval. Runs of one config differ by more
+//! than a match's interval says, so `--runs N` trains N replicates (seeds `run.seed`,
+//! `run.seed + 1`, ...) and reports each measure's mean over them with a t interval, and
+//! `--against CONFIG` trains a second config's replicates, each right after the first's of
+//! the same seed, and reports the mean difference of the pairs.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, bail};
-use cfzero_chess::ChessState;
-use cfzero_eval::arena::{
-    ArenaError, ArenaGame, GreedyPlayer, MatchOptions, Player, RandomPlayer, SearchPlayer,
-    StoppablePlayer, run_match,
-};
-use cfzero_inference::InferenceHandle;
-use cfzero_mcts::SearchConfig;
-use cfzero_selfplay::openings::read_openings;
+use cfzero_eval::replicates::mean_interval;
 use clap::Args;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::match_cmd::{MatchReport, progress_message};
-use super::net_play::{arena_error, play_search, serve_net};
+use super::net_measure::{MeasureFlags, NetMeasure, NetScores, Opponents, match_options};
+use super::net_play::{PlaySearch, play_search, serve_net};
 use super::train::{TrainOutcome, train};
 use crate::config::Config;
 use crate::error::user_error;
 use crate::flags::DeviceFlag;
 use crate::run::deadline::parse_minutes;
 use crate::run::dir::RunDir;
-use crate::run::progress::bar;
 use crate::run::session::{RunArgs, stop_on_ctrl_c};
 use crate::run::stored_run::cache_dir;
 use crate::user_bail;
@@ -46,9 +42,21 @@ pub struct LearnBenchArgs {
     pub minutes: f64,
     /// The run of the training, a directory or a URL (`s3://BUCKET/PREFIX`, ...); it must
     /// not hold anything yet (default: `runs/bench-learn-<unix time>`). It stays a normal,
-    /// resumable run.
+    /// resumable run. With `--runs` above 1 or `--against`, the runs are `a-01`, `a-02`, ...
+    /// (and `b-01`, ... for `--against`) inside it.
     #[arg(long)]
     pub run: Option<PathBuf>,
+    /// Replicate trainings from zero of the config (and of `--against`'s), run `i` with the
+    /// seed `run.seed + i - 1`; the report adds each measure's mean over them with its 95%
+    /// interval (Student's t).
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// A second config trained and measured the same way, each of its runs right after the
+    /// first config's run of the same seed (so that a drift of the machine falls on both);
+    /// the report adds each measure's mean difference over the pairs with its 95% interval.
+    /// The matches play with the first config's `[search]`, so that both are measured alike.
+    #[arg(long, value_name = "CONFIG")]
+    pub against: Option<PathBuf>,
     /// A UCI engine that labels a share of the self-play positions during the training (see
     /// `cfzero train --teacher`; the config's `[teacher]` table says how).
     #[arg(long, value_name = "COMMAND")]
@@ -59,17 +67,8 @@ pub struct LearnBenchArgs {
     /// Games against each opponent (each opening with both colours, in file order).
     #[arg(long, default_value_t = 100)]
     pub games: usize,
-    /// Opening suite of the matches (EPD or FEN lines, or a `.pgn` file).
-    #[arg(long, default_value = "configs/openings/4mvs_+90_+99.epd")]
-    pub openings: PathBuf,
-    /// Simulations per move of the net in the matches (default: the config's
-    /// `[search] simulations`, what `cfzero match` and `cfzero uci` play with; the in-run
-    /// evaluation's `[eval] simulations` is smaller, for speed).
-    #[arg(long)]
-    pub sims: Option<u32>,
-    /// Match games reaching this many plies are adjudicated a draw.
-    #[arg(long, default_value_t = 400)]
-    pub max_plies: u32,
+    #[command(flatten)]
+    pub measure: MeasureFlags,
     #[command(flatten)]
     pub device: DeviceFlag,
     /// Print the report as one JSON object on stdout.
@@ -97,11 +96,16 @@ struct TrainingReport {
     train_steps: u64,
 }
 
-/// The whole report.
+/// The report of one training run.
 #[derive(Debug, Serialize)]
 struct LearnReport {
+    /// Which config of the benchmark: 0 the first, 1 `--against`'s.
+    #[serde(skip)]
+    side: usize,
     config: String,
     run: String,
+    /// The run's seed.
+    seed: u64,
     training: TrainingReport,
     /// How the matches were played.
     openings: String,
@@ -109,9 +113,69 @@ struct LearnReport {
     /// Simulations per move of the net (no root noise).
     simulations: u32,
     max_plies: u32,
-    vs_random: MatchReport,
-    vs_greedy: MatchReport,
+    /// Against the random and greedy movers, `--engine`, on `--puzzles`.
+    #[serde(flatten)]
+    scores: NetScores,
 }
+
+impl LearnReport {
+    /// Each measure's name and value (a score or the share of puzzles solved, in [0, 1]).
+    fn measures(&self) -> Vec<(String, f64)> {
+        let s = &self.scores;
+        let matches = [
+            s.vs_random.as_ref(),
+            Some(&s.vs_greedy),
+            s.vs_engine.as_ref(),
+        ];
+        let mut out: Vec<(String, f64)> = matches
+            .into_iter()
+            .flatten()
+            .map(|m| (m.opponent().to_string(), m.score_interval().1))
+            .collect();
+        if let Some(p) = &s.puzzles {
+            out.push(("puzzles".to_string(), p.share));
+        }
+        out
+    }
+}
+
+/// A measure over replicate runs: each run's value, the mean and its 95% interval.
+#[derive(Debug, Serialize)]
+struct MeasureSummary {
+    /// The config (or, for a difference, `B - A`).
+    of: String,
+    /// What was measured.
+    measure: String,
+    /// Each run's value (or each pair's difference).
+    values: Vec<f64>,
+    mean: f64,
+    low: f64,
+    high: f64,
+}
+
+/// The report of replicate runs.
+#[derive(Debug, Serialize)]
+struct ReplicatesReport {
+    runs: Vec<LearnReport>,
+    /// Each config's measures over its runs.
+    summary: Vec<MeasureSummary>,
+    /// With `--against`: each measure's difference, the second config's run less the first's
+    /// of the same seed.
+    differences: Vec<MeasureSummary>,
+}
+
+/// One training of the plan.
+struct PlannedRun {
+    /// Which config: 0 the first, 1 `--against`.
+    config: usize,
+    /// Where it trains, as given and locally.
+    run: PathBuf,
+    local: PathBuf,
+    seed: u64,
+}
+
+/// The most replicate runs of a config: each takes its `--minutes`.
+const MAX_RUNS: usize = 100;
 
 /// The default run directory: `runs/bench-learn-<unix seconds>`.
 fn default_run_dir() -> PathBuf {
@@ -126,26 +190,10 @@ fn is_fresh(dir: &Path) -> bool {
     std::fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_none())
 }
 
-/// Runs the benchmark.
-pub fn run(args: &LearnBenchArgs) -> Result<()> {
-    parse_minutes(args.minutes)?;
-    if args.games == 0 {
-        user_bail!("--games must be at least 1");
-    }
-    let config = Config::load(&args.config)?;
-    let play = play_search(Some(&args.config), args.sims, "--sims")?;
-    let sims = play.simulations;
-    let openings = read_openings(&args.openings).map_err(user_error)?;
-    if openings.is_empty() {
-        user_bail!(
-            "openings {}: no position in the file",
-            args.openings.display()
-        );
-    }
-    let run_dir = args.run.clone().unwrap_or_else(default_run_dir);
-    // The run may be a URL, like every run: the final net is then read from its cache.
-    let location = RunLocation::parse(&run_dir.to_string_lossy()).map_err(user_error)?;
-    let local_dir = match &location {
+/// The local directory of the run at `run`, which must hold nothing yet.
+fn fresh_run(run: &Path) -> Result<PathBuf> {
+    let location = RunLocation::parse(&run.to_string_lossy()).map_err(user_error)?;
+    match &location {
         RunLocation::Local(p) => {
             if !is_fresh(p) {
                 user_bail!(
@@ -153,21 +201,115 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
                     p.display()
                 );
             }
-            p.clone()
+            Ok(p.clone())
         }
         RunLocation::Object(url) => {
             let store = cfzero_store::open(&location).map_err(user_error)?;
             if store.get("config.toml")?.is_some() || !store.list_after("nets", None)?.is_empty() {
                 user_bail!("{url} holds a run already: bench learn trains from zero");
             }
-            cache_dir(None, url)
+            // The final net is read from the run's cache.
+            Ok(cache_dir(None, url))
         }
-    };
-    let search = play.search;
+    }
+}
 
+/// Runs the benchmark.
+pub fn run(args: &LearnBenchArgs) -> Result<()> {
+    parse_minutes(args.minutes)?;
+    if args.games == 0 {
+        user_bail!("--games must be at least 1");
+    }
+    if !(1..=MAX_RUNS).contains(&args.runs) {
+        user_bail!("--runs must be from 1 to {MAX_RUNS}");
+    }
+    let paths: Vec<PathBuf> = std::iter::once(args.config.clone())
+        .chain(args.against.clone())
+        .collect();
+    let configs = paths
+        .iter()
+        .map(|p| Config::load(p))
+        .collect::<Result<Vec<Config>>>()?;
+    let play = play_search(Some(&args.config), args.measure.sims, "--sims")?;
+    let opponents = Opponents::load(&args.measure, &configs[0].eval)?;
+
+    let base = args.run.clone().unwrap_or_else(default_run_dir);
+    let single = args.runs == 1 && args.against.is_none();
+    let mut plan = Vec::new();
+    for i in 0..args.runs {
+        for (c, config) in configs.iter().enumerate() {
+            let run = if single {
+                base.clone()
+            } else {
+                PathBuf::from(format!("{}/{}-{:02}", base.display(), ["a", "b"][c], i + 1))
+            };
+            let local = fresh_run(&run)?;
+            plan.push(PlannedRun {
+                config: c,
+                run,
+                local,
+                seed: config.run.seed.wrapping_add(i as u64),
+            });
+        }
+    }
+
+    let stop = stop_on_ctrl_c();
+    let mut reports = Vec::new();
+    for (k, planned) in plan.iter().enumerate() {
+        if !single {
+            eprintln!(
+                "bench learn: run {} of {}: {} with seed {} into {}",
+                k + 1,
+                plan.len(),
+                paths[planned.config].display(),
+                planned.seed,
+                planned.run.display()
+            );
+        }
+        let report = learn_once(
+            args,
+            &paths[planned.config],
+            &configs[planned.config],
+            planned,
+            (&play, &opponents),
+            stop.clone(),
+        )?;
+        if !single && !args.json {
+            print_run_line(&report);
+        }
+        reports.push(report);
+    }
+
+    if single {
+        let report = &reports[0];
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(report)?);
+        } else {
+            print_report(report);
+        }
+        return Ok(());
+    }
+    let report = replicates_report(reports, &paths);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_replicates(&report);
+    }
+    Ok(())
+}
+
+/// Trains `planned` from zero for the budget and measures its final net.
+fn learn_once(
+    args: &LearnBenchArgs,
+    config_path: &Path,
+    config: &Config,
+    planned: &PlannedRun,
+    (play, opponents): (&PlaySearch, &Opponents),
+    stop: Arc<AtomicBool>,
+) -> Result<LearnReport> {
     let run_args = RunArgs {
-        config: args.config.clone(),
-        run: run_dir.clone(),
+        config: config_path.to_owned(),
+        run: planned.run.clone(),
         cache: None,
         lease_seconds: 60.0,
         resume: false,
@@ -179,25 +321,25 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         teacher: args.teacher.clone(),
         eval_engine: None,
         train_precision: args.train_precision,
+        seed: Some(planned.seed),
     };
     eprintln!(
         "bench learn: training {} from zero for {} minutes into {}",
-        args.config.display(),
+        config_path.display(),
         args.minutes,
-        run_dir.display()
+        planned.run.display()
     );
-    let stop = stop_on_ctrl_c();
     let outcome = train(&run_args, stop.clone(), true)?;
     if !outcome.deadline_reached {
         bail!(
             "interrupted before the time limit (the run in {} resumes with `cfzero train --resume`)",
-            run_dir.display()
+            planned.run.display()
         );
     }
     // The limit set the stop flag; from here on only Ctrl-C sets it.
     stop.store(false, Ordering::SeqCst);
 
-    let net_path = RunDir::new(&local_dir).net(outcome.generation);
+    let net_path = RunDir::new(&planned.local).net(outcome.generation);
     config.inference.use_threads();
     let device = args.device.parse()?;
     let handle = serve_net(
@@ -206,41 +348,115 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         config.inference.precision,
         config.inference.backend,
     )?;
-    let label = format!("gen-{:04} ({sims} sims)", outcome.generation);
-    let matches = Matches {
+    let label = format!("gen-{:04} ({} sims)", outcome.generation, play.simulations);
+    let measure = NetMeasure {
         handle: &handle,
-        search: &search,
-        sims,
+        play,
         label: &label,
-        openings: &openings,
-        options: MatchOptions {
-            games: args.games,
-            concurrency: args.games.min(64),
-            max_plies: args.max_plies,
-        },
+        options: match_options(args.games, args.measure.max_plies),
         seed: config.run.seed,
         stop: &stop,
     };
-    let vs_random = matches.play(&mut RandomPlayer::default())?;
-    let vs_greedy = matches.play(&mut GreedyPlayer)?;
-
-    let report = LearnReport {
-        config: args.config.display().to_string(),
-        run: run_dir.display().to_string(),
+    let scores = measure.scores(opponents, true)?;
+    Ok(LearnReport {
+        side: planned.config,
+        config: config_path.display().to_string(),
+        run: planned.run.display().to_string(),
+        seed: planned.seed,
         training: training_report(args.minutes, &outcome),
-        openings: args.openings.display().to_string(),
+        openings: args.measure.openings.display().to_string(),
         games_per_opponent: args.games,
-        simulations: sims,
-        max_plies: args.max_plies,
-        vs_random,
-        vs_greedy,
+        simulations: play.simulations,
+        max_plies: args.measure.max_plies,
+        scores,
+    })
+}
+
+/// Each config's measures over its runs, and with two configs the pairs' differences.
+fn replicates_report(runs: Vec<LearnReport>, paths: &[PathBuf]) -> ReplicatesReport {
+    let summarise = |of: String, measure: String, values: Vec<f64>| {
+        let (low, mean, high) = mean_interval(&values).unwrap_or((0.0, 0.0, 0.0));
+        MeasureSummary {
+            of,
+            measure,
+            values,
+            mean,
+            low,
+            high,
+        }
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_report(&report);
+    let of_side =
+        |side: usize| -> Vec<&LearnReport> { runs.iter().filter(|r| r.side == side).collect() };
+    let mut summary = Vec::new();
+    let mut differences = Vec::new();
+    let first = of_side(0);
+    let names: Vec<String> = first
+        .first()
+        .map(|r| r.measures().into_iter().map(|(n, _)| n).collect())
+        .unwrap_or_default();
+    for (side, p) in paths.iter().enumerate() {
+        let mine = of_side(side);
+        for (i, name) in names.iter().enumerate() {
+            let values = mine.iter().map(|r| r.measures()[i].1).collect();
+            summary.push(summarise(p.display().to_string(), name.clone(), values));
+        }
     }
-    Ok(())
+    if let Some(b) = paths.get(1) {
+        let second = of_side(1);
+        for (i, name) in names.iter().enumerate() {
+            let values = first
+                .iter()
+                .zip(&second)
+                .map(|(a, b)| b.measures()[i].1 - a.measures()[i].1)
+                .collect();
+            let of = format!("{} - {}", b.display(), paths[0].display());
+            differences.push(summarise(of, name.clone(), values));
+        }
+    }
+    ReplicatesReport {
+        runs,
+        summary,
+        differences,
+    }
+}
+
+/// One line of a run among replicates.
+fn print_run_line(r: &LearnReport) {
+    let measures: Vec<String> = r
+        .measures()
+        .iter()
+        .map(|(n, v)| format!("{n} {:.1}%", 100.0 * v))
+        .collect();
+    println!(
+        "{} (seed {}): generation {}, {} training steps | {}",
+        r.run,
+        r.seed,
+        r.training.generations,
+        r.training.train_steps,
+        measures.join(" | ")
+    );
+}
+
+/// The summary of replicate runs as text.
+fn print_replicates(r: &ReplicatesReport) {
+    println!();
+    for s in r.summary.iter().chain(&r.differences) {
+        let values: Vec<String> = s
+            .values
+            .iter()
+            .map(|v| format!("{:.1}", 100.0 * v))
+            .collect();
+        println!(
+            "{}: {} {:+.1} points [{:+.1}, {:+.1}] (95%, t over {} runs: {})",
+            s.of,
+            s.measure,
+            100.0 * s.mean,
+            100.0 * s.low,
+            100.0 * s.high,
+            s.values.len(),
+            values.join(", ")
+        );
+    }
 }
 
 fn training_report(minutes: f64, o: &TrainOutcome) -> TrainingReport {
@@ -253,55 +469,6 @@ fn training_report(minutes: f64, o: &TrainOutcome) -> TrainingReport {
         positions_per_second: o.selfplay_positions as f64 / o.selfplay_seconds.max(1e-9),
         positions_per_second_overall: o.selfplay_positions as f64 / o.seconds.max(1e-9),
         train_steps: o.train_steps,
-    }
-}
-
-/// The fixed matches of the final net: the same openings, options and seed for each opponent.
-struct Matches<'a> {
-    handle: &'a InferenceHandle<ChessState>,
-    search: &'a SearchConfig,
-    sims: u32,
-    label: &'a str,
-    openings: &'a [String],
-    options: MatchOptions,
-    seed: u64,
-    stop: &'a std::sync::atomic::AtomicBool,
-}
-
-impl Matches<'_> {
-    /// Plays the net against `opponent`, with a progress bar.
-    fn play(&self, opponent: &mut dyn Player) -> Result<MatchReport> {
-        let name = opponent.name();
-        let mut net = SearchPlayer::new(self.label, self.handle, self.search.clone(), self.sims);
-        let mut net = StoppablePlayer::new(&mut net, self.stop);
-        let progress = bar(self.options.games as u64, &format!("vs {name}"), "games");
-        let mut finished: Vec<ArenaGame> = Vec::with_capacity(self.options.games);
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        let played = run_match(
-            &mut net,
-            opponent,
-            self.openings,
-            &self.options,
-            &mut rng,
-            &mut |game| {
-                finished.push(game.clone());
-                progress.inc(1);
-                progress.set_message(progress_message(&finished));
-                true
-            },
-        );
-        progress.finish_and_clear();
-        let played = match played {
-            Ok(games) => games,
-            Err(ArenaError::Stopped) => bail!("interrupted during the match against {name}"),
-            Err(e) => return Err(arena_error(e)),
-        };
-        Ok(MatchReport::new(
-            self.label.to_string(),
-            name,
-            &played,
-            None,
-        ))
     }
 }
 
@@ -324,8 +491,27 @@ fn print_report(r: &LearnReport) {
         "matches: {} games per opponent from {}, both colours, {} simulations a move without root noise, draw at {} plies",
         r.games_per_opponent, r.openings, r.simulations, r.max_plies
     );
-    for m in [&r.vs_random, &r.vs_greedy] {
+    let s = &r.scores;
+    for m in [
+        s.vs_random.as_ref(),
+        Some(&s.vs_greedy),
+        s.vs_engine.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
         println!();
         m.print();
+    }
+    if let Some(p) = &s.puzzles {
+        println!();
+        println!(
+            "puzzles: {} of {} solved, {:.1}% [{:.1}%, {:.1}%]",
+            p.solved,
+            p.total,
+            100.0 * p.share,
+            100.0 * p.low,
+            100.0 * p.high
+        );
     }
 }

@@ -7,8 +7,8 @@
 //! chunk, as `cfzero learn` does. `--existing N` first fills the store with N chunks of
 //! earlier streams, consumed by the trainer's cursor, as a long run's would be. Reports what
 //! was uploaded and ingested, the trainer's capacity (chunks and positions a second of its
-//! busy time), listing requests (S3 pages of 1,000 keys) per minute, the time of a restarting
-//! trainer's listing of every chunk, and the slowest poll and sweep.
+//! busy time), listing requests (S3 pages of 1,000 keys) per minute, what a restarting
+//! trainer's listings cost, and the slowest poll and sweep.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use cfzero_store::chunks::{CHUNKS, now_ms};
-use cfzero_store::heads::{HEAD_KEYS, StreamHead, head_key, record_upload};
-use cfzero_store::{Bundle, ChunkCursor, ChunkName, RunLocation, RunStore};
+use cfzero_store::heads::{HEAD_KEYS, HeadWriter, StreamHead, head_key};
+use cfzero_store::{Bundle, ChunkCursor, ChunkName, CountingStore, RunLocation, RunStore};
 use clap::Args;
 
 use crate::error::user_error;
 use crate::run::progress::bar;
-use crate::run::stored_run::CHUNK_GRACE;
+use crate::run::stored_run::{CHUNK_GRACE, StoredRun};
 use crate::user_bail;
 
 /// Arguments of `cfzero bench store`.
@@ -67,6 +67,13 @@ pub struct StoreBenchArgs {
     /// Streams (uploader starts) the `--existing` chunks belong to.
     #[arg(long, default_value_t = 100)]
     pub existing_streams: usize,
+    /// Chunks a second the `--existing` chunks were uploaded at (their names' times are that
+    /// far apart, ending a minute ago), as the run's workers uploaded them.
+    #[arg(long, default_value_t = 100.0)]
+    pub existing_rate: f64,
+    /// Positions of the replay window a restarting trainer refills.
+    #[arg(long, default_value_t = cfzero_selfplay::window::WindowConfig::default().max_positions)]
+    pub window_positions: usize,
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -165,13 +172,20 @@ fn trainer(
 
 /// Writes `n` one-byte chunks of `streams` earlier streams (a day old, with their heads) and
 /// returns a cursor that consumed them all, as a long run's trainer holds; 8 threads write.
-fn fill(store: &Arc<dyn RunStore>, n: usize, streams: usize) -> Result<ChunkCursor> {
+fn fill(
+    store: &Arc<dyn RunStore>,
+    n: usize,
+    streams: usize,
+    rate: f64,
+    positions: u64,
+) -> Result<ChunkCursor> {
     let streams = streams.clamp(1, n.max(1));
-    let base = now_ms().saturating_sub(86_400_000);
+    let spacing_ms = (1000.0 / rate).max(1.0) as u64;
+    let base = now_ms().saturating_sub(60_000 + n as u64 * spacing_ms);
     let progress = bar(n as u64, "filling", "chunks");
     let written = Arc::new(AtomicU64::new(0));
     let name = move |stream: usize, seq: u64| ChunkName {
-        uploaded_ms: base + seq * streams as u64 + stream as u64,
+        uploaded_ms: base + ((seq - 1) * streams as u64 + stream as u64) * spacing_ms,
         generation: 1,
         worker: format!("old{stream:05}"),
         bundle: Bundle::Numbered {
@@ -179,7 +193,7 @@ fn fill(store: &Arc<dyn RunStore>, n: usize, streams: usize) -> Result<ChunkCurs
             seq,
         },
         games: 1,
-        positions: 1,
+        positions,
     };
     let threads: Vec<_> = (0..8)
         .map(|t| {
@@ -223,6 +237,45 @@ fn fill(store: &Arc<dyn RunStore>, n: usize, streams: usize) -> Result<ChunkCurs
     Ok(cursor)
 }
 
+/// What a restarting trainer's listings cost.
+struct RestartCost {
+    seconds: f64,
+    /// Listing requests (S3 pages of 1,000 keys).
+    list_requests: u64,
+    keys_listed: u64,
+}
+
+/// A trainer starting again on the filled store with `cursor`: with `--full-listing` the
+/// listing of every chunk older versions made; else what `cfzero learn` does, the refill of
+/// its window ([`StoredRun::newest_chunks`]) and its first ingest (a quick poll and a sweep
+/// of the heads), through a store that counts the requests.
+fn restart_cost(
+    store: &Arc<dyn RunStore>,
+    cursor: &ChunkCursor,
+    args: &StoreBenchArgs,
+) -> Result<RestartCost> {
+    let counted = Arc::new(CountingStore::new(store.clone()));
+    let started = Instant::now();
+    if args.full_listing {
+        cursor.poll_all(counted.as_ref())?;
+    } else {
+        // Every existing chunk is consumed: nothing is downloaded into this cache.
+        let cache = std::env::temp_dir().join(format!("cfzero-bench-store-{}", std::process::id()));
+        let mut run = StoredRun::new(counted.clone(), &cache);
+        run.set_cursor(cursor.clone());
+        run.newest_chunks(args.window_positions)?;
+        run.ingest(None)?;
+        let _ = std::fs::remove_dir_all(&cache);
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let c = counted.counts();
+    Ok(RestartCost {
+        seconds,
+        list_requests: c.list_pages,
+        keys_listed: c.keys_listed,
+    })
+}
+
 /// Runs `cfzero bench store`.
 pub fn run(args: &StoreBenchArgs) -> Result<()> {
     // NaN fails the checks too.
@@ -231,8 +284,11 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
         || !positive(args.chunk_rate)
         || !positive(args.seconds)
         || !positive(args.sweep_seconds)
+        || !positive(args.existing_rate)
     {
-        user_bail!("--workers, --chunk-rate, --seconds and --sweep-seconds must be positive");
+        user_bail!(
+            "--workers, --chunk-rate, --seconds, --sweep-seconds and --existing-rate must be positive"
+        );
     }
     if args.existing > 10_000_000 {
         user_bail!("--existing {}: at most 10,000,000", args.existing);
@@ -245,11 +301,15 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
             args.store
         );
     }
-    let cursor = fill(&store, args.existing, args.existing_streams)?;
-    // A trainer that starts again lists every chunk once.
-    let restart = Instant::now();
-    let restart_keys = cursor.poll_all(store.as_ref())?.listed;
-    let restart_seconds = restart.elapsed().as_secs_f64();
+    let chunk_positions = (args.chunk_games * args.positions_per_game) as u64;
+    let cursor = fill(
+        &store,
+        args.existing,
+        args.existing_streams,
+        args.existing_rate,
+        chunk_positions,
+    )?;
+    let restart = restart_cost(&store, &cursor, args)?;
     let chunk_bytes = args.chunk_games * args.positions_per_game * args.bytes_per_position;
     // Incompressible bytes, as zstd-compressed records are.
     let payload: Arc<Vec<u8>> = Arc::new((0..chunk_bytes).map(|_| rand::random()).collect());
@@ -259,7 +319,6 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
     let upload_micros = Arc::new(AtomicU64::new(0));
     let interval = Duration::from_secs_f64(1.0 / args.chunk_rate);
     let chunk_games = args.chunk_games as u32;
-    let chunk_positions = (args.chunk_games * args.positions_per_game) as u64;
     let workers: Vec<_> = (0..args.workers)
         .map(|w| {
             let (store, payload, stop) = (store.clone(), payload.clone(), stop_workers.clone());
@@ -268,6 +327,7 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
                 // Workers start at random phases, as real ones do.
                 std::thread::sleep(interval.mul_f64(rand::random::<f64>()));
                 let mut seq = 0;
+                let mut heads = HeadWriter::default();
                 while !stop.load(Ordering::Relaxed) {
                     seq += 1;
                     let started = Instant::now();
@@ -285,7 +345,7 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
                     };
                     let key = name.key();
                     store.put(&key, &payload)?;
-                    record_upload(store.as_ref(), &name, &key)?;
+                    heads.record_upload(store.as_ref(), &name, &key)?;
                     uploaded.fetch_add(1, Ordering::Relaxed);
                     upload_micros
                         .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -343,8 +403,9 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
         "max_poll_seconds": ingest.max_poll_seconds,
         "existing_chunks": args.existing,
         "sweeps": if args.full_listing { "full listing" } else { "heads" },
-        "restart_listing_seconds": restart_seconds,
-        "restart_listing_requests": pages(restart_keys),
+        "restart_listing_seconds": restart.seconds,
+        "restart_listing_requests": restart.list_requests,
+        "restart_keys_listed": restart.keys_listed,
         "list_requests_per_minute": (ingest.list_requests + ingest.sweep_list_requests) as f64 * 60.0 / upload_seconds,
         "head_reads": ingest.head_reads,
         "max_sweep_seconds": ingest.max_sweep_seconds,
@@ -377,7 +438,7 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
     );
     println!(
         "listings: {:.1} requests a minute ({} sweeps of the {}, slowest {:.2} s, {} heads read); \
-         a restarting trainer lists {} chunks in {} requests, {:.2} s",
+         a restarting trainer lists {} keys in {} requests, {:.2} s",
         report["list_requests_per_minute"].as_f64().unwrap_or(0.0),
         ingest.sweeps,
         if args.full_listing {
@@ -387,9 +448,9 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
         },
         ingest.max_sweep_seconds,
         ingest.head_reads,
-        restart_keys,
-        pages(restart_keys),
-        restart_seconds
+        restart.keys_listed,
+        restart.list_requests,
+        restart.seconds
     );
     println!(
         "capacity: {capacity:.1} chunks/s = {:.0} positions/s = {:.1} MB/s of one trainer's busy time",

@@ -112,9 +112,11 @@ fn print_uses(config: &Config) {
         2 * eval.openings_count
     );
     println!(
-        "# match, puzzles, uci, bench learn's matches (--config): {} simulations a move ([search] \
-         simulations), no root noise; evaluation cache {} positions (uci {})",
+        "# match, puzzles, uci, bench learn's and bench curve's matches (--config): {} simulations \
+         a move ([search] simulations), no root noise, a draw at {} plies; evaluation cache {} \
+         positions (uci {})",
         config.search.simulations,
+        cfzero_eval::arena::MATCH_MAX_PLIES,
         cfzero_mcts::DEFAULT_CACHE_ENTRIES,
         crate::uci::CACHE_ENTRIES
     );

@@ -131,7 +131,7 @@ pub struct MatchArgs {
     #[arg(long)]
     pub concurrency: Option<usize>,
     /// Games reaching this many plies are adjudicated a draw.
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, default_value_t = cfzero_eval::arena::MATCH_MAX_PLIES)]
     pub max_plies: u32,
     /// Stop once a sequential probability ratio test decides between `ELO0` and `ELO1`
     /// (alpha = beta = 0.05), given as `ELO0,ELO1`, e.g. `0,50`.
@@ -393,6 +393,21 @@ impl MatchReport {
             terminations,
             sprt,
         }
+    }
+
+    /// A's score in [0, 1] with its 95% interval: (low, score, high).
+    pub(crate) fn score_interval(&self) -> (f64, f64, f64) {
+        (self.score_low, self.score_fraction, self.score_high)
+    }
+
+    /// Wins, draws and losses of A.
+    pub(crate) fn score(&self) -> MatchScore {
+        self.score
+    }
+
+    /// B's name.
+    pub(crate) fn opponent(&self) -> &str {
+        &self.b
     }
 
     /// Prints the report as text on stdout.

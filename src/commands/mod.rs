@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_curve;
 pub mod bench_data;
 pub mod bench_learn;
 pub mod bench_nn;
@@ -18,6 +19,7 @@ pub mod label;
 pub mod ladder;
 pub mod learn;
 pub mod match_cmd;
+pub mod net_measure;
 pub mod net_play;
 pub mod puzzles;
 pub mod selfplay;

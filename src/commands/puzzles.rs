@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use cfzero_eval::arena::SearchPlayer;
-use cfzero_eval::puzzles::{BANDS, PuzzleTally, read_puzzles, solve_puzzles};
+use cfzero_eval::arena::{Player, SearchPlayer};
+use cfzero_eval::puzzles::{
+    BANDS, Puzzle, PuzzleOutcome, PuzzleTally, read_puzzles, solve_puzzles,
+};
 use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -45,6 +47,60 @@ pub struct PuzzlesArgs {
     pub json: bool,
 }
 
+/// Solves `puzzles` with `player` (the net's search), `concurrency` at the same time, with a
+/// progress bar; the same seed every time, so that a net's tally is repeatable.
+pub(crate) fn solve(
+    puzzles: &[Puzzle],
+    player: &mut dyn Player,
+    concurrency: usize,
+) -> Result<Vec<PuzzleOutcome>> {
+    let progress = bar(puzzles.len() as u64, "puzzles", "puzzles");
+    let mut solved = 0;
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let outcomes = solve_puzzles(puzzles, player, concurrency, &mut rng, &mut |o| {
+        solved += usize::from(o.solved);
+        progress.inc(1);
+        progress.set_message(format!("{solved} solved"));
+    })
+    .map_err(arena_error)?;
+    progress.finish_and_clear();
+    Ok(outcomes)
+}
+
+/// How many of `outcomes` were solved, and the share solved with its 95% interval (Wilson's).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub(crate) struct SolvedShare {
+    /// Puzzles solved.
+    pub solved: usize,
+    /// Puzzles tried.
+    pub total: usize,
+    /// The share solved.
+    pub share: f64,
+    /// Its 95% interval.
+    pub low: f64,
+    pub high: f64,
+}
+
+impl SolvedShare {
+    /// The share of `outcomes` solved.
+    pub(crate) fn of(outcomes: &[PuzzleOutcome]) -> SolvedShare {
+        let sample = cfzero_eval::elo::ScoreSample::new(
+            outcomes
+                .iter()
+                .map(|o| if o.solved { 1.0 } else { 0.0 })
+                .collect(),
+        );
+        let (low, high) = sample.score_interval();
+        SolvedShare {
+            solved: outcomes.iter().filter(|o| o.solved).count(),
+            total: outcomes.len(),
+            share: sample.mean(),
+            low,
+            high,
+        }
+    }
+}
+
 /// Solves the puzzles and prints the accuracy.
 pub fn run(args: &PuzzlesArgs) -> Result<()> {
     let play = play_search(args.config.as_deref(), args.sims, "--sims")?;
@@ -60,22 +116,7 @@ pub fn run(args: &PuzzlesArgs) -> Result<()> {
     let handle = serve_net(&args.net, device, args.play.precision, args.play.backend)?;
     let name = args.net.file_stem().unwrap_or_default().to_string_lossy();
     let mut player = SearchPlayer::new(name, &handle, play.search, play.simulations);
-    let progress = bar(puzzles.len() as u64, "puzzles", "puzzles");
-    let mut solved = 0;
-    let mut rng = ChaCha8Rng::seed_from_u64(0);
-    let outcomes = solve_puzzles(
-        &puzzles,
-        &mut player,
-        args.concurrency,
-        &mut rng,
-        &mut |o| {
-            solved += usize::from(o.solved);
-            progress.inc(1);
-            progress.set_message(format!("{solved} solved"));
-        },
-    )
-    .map_err(arena_error)?;
-    progress.finish_and_clear();
+    let outcomes = solve(&puzzles, &mut player, args.concurrency)?;
     let tally = PuzzleTally::of(&outcomes);
     if args.json {
         let report = serde_json::json!({

@@ -66,10 +66,11 @@ impl Anchor {
         }
     }
 
-    /// Starts the anchor: the greedy mover, or the engine with the options it offers. Also
-    /// the check at a run's start that the engine runs at all, so that a command that does
-    /// not is an error before anything is trained.
-    pub fn player(&self) -> Result<AnchorPlayer> {
+    /// Starts the anchor: the greedy mover, or `instances` processes of the engine (games
+    /// played at the same time ask them in parallel) with the options it offers. Also the
+    /// check at a run's start that the engine runs at all, so that a command that does not
+    /// is an error before anything is trained.
+    pub fn player(&self, instances: usize) -> Result<AnchorPlayer> {
         match self {
             Anchor::Greedy => Ok(AnchorPlayer::Greedy(GreedyPlayer)),
             Anchor::Engine {
@@ -77,14 +78,19 @@ impl Anchor {
                 options,
                 limit,
             } => {
-                let mut engine = UciEngine::launch(command).map_err(user_error)?;
-                let offered: Vec<(String, String)> = options
-                    .iter()
-                    .filter(|(name, _)| engine.offers(name))
-                    .cloned()
-                    .collect();
-                engine.configure(&offered).map_err(user_error)?;
-                let mut label = format!("{} {limit}", engine.name());
+                let mut engines = Vec::with_capacity(instances.max(1));
+                let mut offered = Vec::new();
+                for _ in 0..instances.max(1) {
+                    let mut engine = UciEngine::launch(command).map_err(user_error)?;
+                    offered = options
+                        .iter()
+                        .filter(|(name, _)| engine.offers(name))
+                        .cloned()
+                        .collect();
+                    engine.configure(&offered).map_err(user_error)?;
+                    engines.push(engine);
+                }
+                let mut label = format!("{} {limit}", engines[0].name());
                 if !offered.is_empty() {
                     label = format!(
                         "{label}, {}",
@@ -92,7 +98,7 @@ impl Anchor {
                     );
                 }
                 let player =
-                    UciPlayer::from_engines(vec![engine], *limit).expect("one engine was started");
+                    UciPlayer::from_engines(engines, *limit).expect("an engine was started");
                 Ok(AnchorPlayer::Engine { player, label })
             }
         }
@@ -122,7 +128,8 @@ impl AnchorPlayer {
         }
     }
 
-    fn as_player(&mut self) -> &mut dyn Player {
+    /// The anchor as a match player.
+    pub fn as_player(&mut self) -> &mut dyn Player {
         match self {
             AnchorPlayer::Greedy(p) => p,
             AnchorPlayer::Engine { player, .. } => player,
@@ -157,7 +164,7 @@ pub fn evaluate(
     config.inference.use_threads();
     let net: InferenceHandle<ChessState> =
         InferenceServer::spawn(candidate, opts).map_err(user_error)?;
-    let mut anchor = anchor.player()?;
+    let mut anchor = anchor.player(1)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // Strongest play (the openings give the variety).
     let mut new = SearchPlayer::new(
@@ -368,7 +375,7 @@ mod tests {
     fn the_anchor_is_the_greedy_mover_unless_an_engine_is_named() {
         let mut eval = EvalConfig::default();
         assert_eq!(Anchor::of(&eval), Anchor::Greedy);
-        assert_eq!(Anchor::of(&eval).player().unwrap().label(), "greedy");
+        assert_eq!(Anchor::of(&eval).player(1).unwrap().label(), "greedy");
         eval.engine = "/opt/engines/stockfish --uci".into();
         eval.engine_nodes = 250;
         let Anchor::Engine {

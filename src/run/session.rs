@@ -96,6 +96,10 @@ pub struct RunArgs {
     /// weights). Recorded in the run's frozen config.
     #[arg(long, value_name = "PRECISION")]
     pub train_precision: Option<TrainPrecision>,
+    /// The run's seed instead of the config's `run.seed` (runs of one config that differ
+    /// only by it are replicates). Recorded in the run's frozen config; a resume keeps it.
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 impl RunArgs {
@@ -204,12 +208,15 @@ impl Session {
         if let Some(engine) = &args.eval_engine {
             config.eval.engine = engine.clone();
         }
+        if let Some(seed) = args.seed {
+            config.run.seed = seed;
+        }
         // The anchor starts once before anything is written: an engine that does not run
         // is an error now, not after the first generations.
         let mut anchor = Anchor::of(&config.eval);
         let mut anchor_label = match config.eval.every {
             0 => None,
-            _ => Some(anchor.player()?.label()),
+            _ => Some(anchor.player(1)?.label()),
         };
         let device = args.device.parse()?;
         let location = args.location()?;
@@ -243,7 +250,7 @@ impl Session {
         if keep_engines(&dir, &mut config, args)? {
             anchor = Anchor::of(&config.eval);
             if config.eval.every > 0 {
-                anchor_label = Some(anchor.player()?.label());
+                anchor_label = Some(anchor.player(1)?.label());
             }
         }
         freeze_config(&dir, &location.to_string(), &config, args)?;
@@ -713,9 +720,10 @@ impl Session {
     }
 }
 
-/// On `--resume`, the teacher and the anchor the run was started with go on unless named
-/// again: `--teacher` and `--eval-engine` put them into the frozen config, not into the config
-/// file a resume reads. Says on stderr which it keeps; true if it kept the anchor.
+/// On `--resume`, the teacher, the anchor and the seed the run was started with go on unless
+/// named again: `--teacher`, `--eval-engine` and `--seed` put them into the frozen config, not
+/// into the config file a resume reads. Says on stderr which it keeps; true if it kept the
+/// anchor.
 fn keep_engines(dir: &RunDir, config: &mut Config, args: &RunArgs) -> Result<bool> {
     let frozen = dir.config();
     if !args.resume || !frozen.exists() {
@@ -729,6 +737,13 @@ fn keep_engines(dir: &RunDir, config: &mut Config, args: &RunArgs) -> Result<boo
             old.teacher.engine
         );
         config.teacher.engine = old.teacher.engine;
+    }
+    if args.seed.is_none() && config.run.seed != old.run.seed {
+        eprintln!(
+            "resume: the run keeps its seed {} (--seed names another)",
+            old.run.seed
+        );
+        config.run.seed = old.run.seed;
     }
     let keep_anchor =
         args.eval_engine.is_none() && config.eval.engine.is_empty() && !old.eval.engine.is_empty();

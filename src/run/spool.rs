@@ -40,6 +40,8 @@ use crate::run::selfplay_phase::{pgn_text, record_prefix};
 pub struct Spool {
     root: PathBuf,
     worker: String,
+    /// The heads of the streams this spool uploads to.
+    heads: std::sync::Mutex<cfzero_store::heads::HeadWriter>,
     _lock: File,
 }
 
@@ -72,6 +74,7 @@ impl Spool {
         let spool = Spool {
             root: root.to_owned(),
             worker: worker.to_owned(),
+            heads: Default::default(),
             _lock: lock,
         };
         for dir in list(&spool.root.join("bundling"))? {
@@ -292,7 +295,10 @@ impl Spool {
         store.put(&key, &bytes)?;
         // The stream's head names the chunk for the trainer's sweeps; a failure here retries
         // the whole upload (the chunk is read once all the same).
-        cfzero_store::heads::record_upload(store, &name, &key)?;
+        self.heads
+            .lock()
+            .expect("never poisoned")
+            .record_upload(store, &name, &key)?;
         let _ = std::fs::remove_file(&pgn_path);
         std::fs::remove_file(&chunk.path)
             .with_context(|| format!("removing {}", chunk.path.display()))?;

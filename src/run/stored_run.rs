@@ -62,6 +62,10 @@ pub const CHUNK_GRACE: Duration = Duration::from_secs(300);
 /// (the next poll finds it) or a chunk deleted from the store by hand.
 pub const HOLE_WAIT: Duration = Duration::from_secs(600);
 
+/// How far back from the newest upload a trainer's start first lists chunks to refill its
+/// window (then four times as far, and so on, while they hold fewer positions).
+pub const WINDOW_SPAN: Duration = Duration::from_secs(60);
+
 /// How often the trainer sweeps the streams' heads ([`cfzero_store::heads`]), to find the
 /// chunks the quick polls cannot see.
 pub const HEAD_SWEEP_EVERY: Duration = Duration::from_secs(60);
@@ -114,6 +118,8 @@ pub struct StoredRun {
     uploaded: std::sync::Mutex<std::collections::HashMap<PathBuf, u64>>,
     /// The incarnation this process claimed for its own uploads and the last number used.
     own_stream: std::sync::Mutex<Option<(u32, u64)>>,
+    /// The heads of this process's own streams.
+    heads: std::sync::Mutex<cfzero_store::heads::HeadWriter>,
 }
 
 impl StoredRun {
@@ -128,6 +134,7 @@ impl StoredRun {
             last_sweep: None,
             uploaded: Default::default(),
             own_stream: Default::default(),
+            heads: Default::default(),
         }
     }
 
@@ -151,6 +158,12 @@ impl StoredRun {
     /// nothing is copied between them.
     pub fn in_place(&self) -> bool {
         self.in_place
+    }
+
+    /// Goes on from `cursor` (what the store's `state/chunk-cursor.json` holds when a trainer
+    /// resumes; `bench store` simulates a restart with it).
+    pub fn set_cursor(&mut self, cursor: ChunkCursor) {
+        self.cursor = cursor;
     }
 
     /// The store.
@@ -359,14 +372,8 @@ impl StoredRun {
             self.cursor = serde_json::from_slice(&bytes)
                 .with_context(|| format!("reading {CURSOR_KEY} of {}", self.store.location()))?;
         }
-        // One listing of every chunk, once per start: the newest fill the window.
-        let mut chunks: Vec<ChunkName> = self
-            .store
-            .list_after(CHUNKS, None)?
-            .iter()
-            .filter_map(|k| ChunkName::parse(k))
-            .collect();
-        chunks.sort_by_key(|c| std::cmp::Reverse(c.uploaded_ms));
+        // The newest chunks fill the window.
+        let chunks = self.newest_chunks(window_positions)?;
         let mut positions = 0u64;
         let mut pulled = 0;
         let mut seen = std::collections::HashSet::new();
@@ -393,6 +400,32 @@ impl StoredRun {
             }
         }
         Ok(pulled)
+    }
+
+    /// The newest chunks, newest first, enough to hold `positions` positions (every chunk if
+    /// the run holds fewer): listed after a time that goes back from the newest upload the
+    /// cursor saw, [`WINDOW_SPAN`] at first and four times as far each further try, so that
+    /// a trainer's start lists about what its window holds, not what the run does. Without
+    /// a cursor (nothing consumed yet), every chunk.
+    pub fn newest_chunks(&self, positions: usize) -> Result<Vec<ChunkName>> {
+        let newest = self.cursor.newest_ms().min(now_ms());
+        let mut span = WINDOW_SPAN.as_millis() as u64;
+        loop {
+            let from =
+                (newest > 0 && span < newest).then(|| format!("{CHUNKS}/{:013}", newest - span));
+            let mut chunks: Vec<ChunkName> = self
+                .store
+                .list_after(CHUNKS, from.as_deref())?
+                .iter()
+                .filter_map(|k| ChunkName::parse(k))
+                .collect();
+            chunks.sort_by_key(|c| std::cmp::Reverse(c.uploaded_ms));
+            let held: u64 = chunks.iter().map(|c| c.positions).sum();
+            if from.is_none() || held >= positions as u64 {
+                return Ok(chunks);
+            }
+            span = span.saturating_mul(4);
+        }
     }
 
     /// Removes from the cache of a run on object storage the games (and their PGN) of the
@@ -468,11 +501,12 @@ impl StoredRun {
 
     /// Downloads the chunks that arrived since the last call into the cache; chunks of
     /// `skip_worker` (the trainer's own games, in the cache already) are only marked read.
-    /// A quick poll of the cursor's window; at the first call a listing of every chunk, then
-    /// at least every [`HEAD_SWEEP_EVERY`] a sweep of the streams' heads, whose cost follows
-    /// the number of uploaders, not of chunks: whatever they find behind the window (a
-    /// worker's slow clock, a slow upload) is ingested too, with a note. Only a stream
-    /// further ahead than its head reaches is listed in full again. Returns the chunks
+    /// A quick poll of the cursor's window, and at the first call and then at least every
+    /// [`HEAD_SWEEP_EVERY`] a sweep of the streams' heads, whose cost follows the number of
+    /// uploaders, not of chunks: whatever they find behind the window (a worker's slow clock,
+    /// a slow upload) is ingested too, with a note. Every chunk is listed only at the first
+    /// call of a cursor that has consumed nothing (or chunks of older versions, which have no
+    /// heads), and for a stream further ahead than its head reaches. Returns the chunks
     /// downloaded.
     pub fn ingest(&mut self, skip_worker: Option<&str>) -> Result<usize> {
         // A directory's workers write their games into it: nothing comes in chunks.
@@ -481,27 +515,27 @@ impl StoredRun {
         }
         let store = self.store.clone();
         let store = store.as_ref();
-        let (mut keys, behind) = match self.last_sweep {
-            None => (Vec::new(), self.cursor.poll_all(store)?.new),
-            Some(t) if t.elapsed() >= HEAD_SWEEP_EVERY => {
-                let sweep = self.cursor.sweep_heads(store)?;
-                let mut behind = sweep.new;
-                if !sweep.beyond.is_empty() {
-                    eprintln!(
-                        "note: {} stream(s) of chunks further ahead of the trainer than their heads reach ({}): listing every chunk",
-                        sweep.beyond.len(),
-                        sweep.beyond.join(", ")
-                    );
-                    behind.extend(self.cursor.poll_all(store)?.new);
-                }
-                (self.cursor.poll(store)?, behind)
-            }
-            Some(_) => (self.cursor.poll(store)?, Vec::new()),
-        };
-        if self
+        let sweep_due = self
             .last_sweep
-            .is_none_or(|t| t.elapsed() >= HEAD_SWEEP_EVERY)
-        {
+            .is_none_or(|t| t.elapsed() >= HEAD_SWEEP_EVERY);
+        let (mut keys, behind) = if self.last_sweep.is_none() && !self.cursor.covered_by_heads() {
+            (Vec::new(), self.cursor.poll_all(store)?.new)
+        } else if sweep_due {
+            let sweep = self.cursor.sweep_heads(store)?;
+            let mut behind = sweep.new;
+            if !sweep.beyond.is_empty() {
+                eprintln!(
+                    "note: {} stream(s) of chunks further ahead of the trainer than their heads reach ({}): listing every chunk",
+                    sweep.beyond.len(),
+                    sweep.beyond.join(", ")
+                );
+                behind.extend(self.cursor.poll_all(store)?.new);
+            }
+            (self.cursor.poll(store)?, behind)
+        } else {
+            (self.cursor.poll(store)?, Vec::new())
+        };
+        if sweep_due {
             self.last_sweep = Some(std::time::Instant::now());
         }
         let from = self.cursor.list_from();
@@ -703,7 +737,11 @@ impl StoredRun {
         let key = name.key();
         self.store
             .put(&key, &cfzero_selfplay::record::encode_records(&games))?;
-        cfzero_store::heads::record_upload(self.store.as_ref(), &name, &key)?;
+        self.heads.lock().expect("never poisoned").record_upload(
+            self.store.as_ref(),
+            &name,
+            &key,
+        )?;
         Ok(())
     }
 }
@@ -858,5 +896,64 @@ mod tests {
         assert_eq!(left, vec![read_new.key(), unread_old.key()]);
         assert!(store.get(&read_old.pgn_key()).unwrap().is_none());
         assert!(store.get(&unread_old.pgn_key()).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_restart_lists_about_its_window_not_the_whole_run() {
+        let store_dir = tempfile::tempdir().unwrap();
+        let local = cfzero_store::LocalStore::new(store_dir.path());
+        let start = now_ms() - 30 * 3_600_000;
+        let chunk = |worker: &str, seq: u64, ms: u64| ChunkName {
+            uploaded_ms: ms,
+            generation: 1,
+            worker: worker.into(),
+            bundle: Bundle::Numbered {
+                incarnation: 1,
+                seq,
+            },
+            games: 1,
+            positions: 100,
+        };
+        // 1,500 chunks of one worker, a minute apart over 25 hours, all consumed; three new
+        // ones since; and a worker whose clock is a day slow, not consumed.
+        let mut cursor = ChunkCursor::new(CHUNK_GRACE);
+        let mut heads = cfzero_store::heads::HeadWriter::default();
+        let mut upload = |c: &ChunkName| {
+            local.put(&c.key(), b"games").unwrap();
+            heads.record_upload(&local, c, &c.key()).unwrap();
+        };
+        for seq in 1..=1500 {
+            let c = chunk("w1", seq, start + seq * 60_000);
+            upload(&c);
+            cursor.consume(&c.key());
+        }
+        let new: Vec<ChunkName> = (1501..=1503)
+            .map(|seq| chunk("w1", seq, start + 1500 * 60_000 + seq))
+            .collect();
+        let late = chunk("w2", 1, start + 100 * 60_000);
+        for c in new.iter().chain([&late]) {
+            upload(c);
+        }
+        let counted = Arc::new(cfzero_store::CountingStore::new(Arc::new(local.clone())));
+        let cache = tempfile::tempdir().unwrap();
+        let mut run = StoredRun::new(counted.clone(), cache.path());
+        run.cursor = cursor.clone();
+        // The window's refill lists the last hour's chunks.
+        let newest = run.newest_chunks(300).unwrap();
+        assert_eq!(newest[0].key(), new[2].key());
+        assert!(newest.len() >= 3 && newest.len() < 70, "{}", newest.len());
+        assert!(counted.take().keys_listed < 70);
+        // The first ingest finds the new chunks and the late one through the heads.
+        assert_eq!(run.ingest(None).unwrap(), 4);
+        let cost = counted.take();
+        assert!(cost.keys_listed < 20, "{cost:?}");
+        for c in new.iter().chain([&late]) {
+            assert!(run.cursor.consumed(&c.key()), "{}", c.key());
+        }
+        // A trainer without a cursor lists every chunk once.
+        let fresh_cache = tempfile::tempdir().unwrap();
+        let mut fresh = StoredRun::new(counted.clone(), fresh_cache.path());
+        assert_eq!(fresh.ingest(None).unwrap(), 1504);
+        assert!(counted.take().keys_listed >= 1504);
     }
 }

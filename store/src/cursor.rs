@@ -17,8 +17,8 @@
 //! slower than the window) is found by the next sweep of the streams' heads
 //! ([`ChunkCursor::sweep_heads`], [`crate::heads`]), whose cost grows with the number of
 //! uploaders, not of chunks; a listing of every chunk ([`ChunkCursor::poll_all`]) is needed
-//! only at a trainer's start and for a stream further ahead of the cursor than its head
-//! reaches.
+//! only at the start of a trainer without a cursor (or with chunks of older versions) and
+//! for a stream further ahead of the cursor than its head reaches.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -189,6 +189,20 @@ impl ChunkCursor {
             let anchor = self.newest_ms.min(now_ms());
             format!("{CHUNKS}/{:013}", anchor.saturating_sub(self.grace_ms))
         })
+    }
+
+    /// The newest upload time seen, milliseconds since the Unix epoch by the uploaders'
+    /// clocks (0 before any chunk).
+    pub fn newest_ms(&self) -> u64 {
+        self.newest_ms
+    }
+
+    /// Whether the quick poll and a sweep of the streams' heads find every chunk this cursor
+    /// has not consumed (short of a stream further ahead than its head reaches, which the
+    /// sweep reports), so that a trainer's start needs no listing of every chunk: once it
+    /// has consumed chunks, none of them timed (the chunks of older versions have no heads).
+    pub fn covered_by_heads(&self) -> bool {
+        self.newest_ms > 0 && self.bundles.is_empty() && self.consumed.is_empty()
     }
 
     /// Whether `key`'s chunk was consumed already (under this key or another).

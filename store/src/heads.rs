@@ -10,6 +10,8 @@
 //! and takes their keys from it. Only a stream more than [`HEAD_KEYS`] chunks ahead of the
 //! trainer (a trainer stopped for long) needs a listing of every chunk again.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::chunks::{Bundle, ChunkName};
@@ -67,44 +69,93 @@ pub fn parse_head_key(key: &str) -> Option<HeadKey> {
 /// stream's new head with the newest [`HEAD_KEYS`] keys, then removes the heads it replaces.
 /// A timed chunk (of an older version) has no stream and no head. A head written for a
 /// number below the stream's newest (a retried upload of an older chunk) adds its key to
-/// the newest head instead.
+/// the newest head instead. This one-off form lists and reads the stream's heads first; an
+/// uploader of many chunks keeps a [`HeadWriter`].
 pub fn record_upload(store: &dyn RunStore, name: &ChunkName, key: &str) -> Result<(), StoreError> {
-    let Bundle::Numbered { incarnation, seq } = name.bundle else {
-        return Ok(());
-    };
-    let prefix = stream_prefix(&name.worker, incarnation);
+    HeadWriter::default().record_upload(store, name, key)
+}
+
+/// Writes the heads of the streams one uploader uploads to, remembering the head it wrote
+/// last for each: a stream's later chunks then cost two requests each (the new head and the
+/// old one's removal) instead of four (a listing and a read besides). A stream it has not
+/// written in this process (chunks bundled before a restart, under an older incarnation),
+/// or whose last write failed part way, is listed and read again, which also removes the
+/// heads a killed uploader left.
+#[derive(Debug, Default)]
+pub struct HeadWriter {
+    /// Each stream's last written head: its key and what it holds.
+    written: HashMap<String, (String, StreamHead)>,
+}
+
+impl HeadWriter {
+    /// [`record_upload`] for this uploader: see there.
+    pub fn record_upload(
+        &mut self,
+        store: &dyn RunStore,
+        name: &ChunkName,
+        key: &str,
+    ) -> Result<(), StoreError> {
+        let Bundle::Numbered { incarnation, seq } = name.bundle else {
+            return Ok(());
+        };
+        let stream = name.stream();
+        // Taken out while the store is written: a failed write leaves nothing remembered,
+        // so that the next chunk of the stream lists its heads again.
+        let (existing, newest_seq, mut head) = match self.written.remove(&stream) {
+            Some((written, head)) => {
+                let top = parse_head_key(&written).map(|h| h.seq);
+                (vec![written], top, head)
+            }
+            None => read_heads(store, &name.worker, incarnation)?,
+        };
+        // A chunk uploaded twice keeps one key in the head: the newest upload's.
+        let stem = name.stem();
+        head.keys
+            .retain(|k| ChunkName::parse(k).is_none_or(|n| n.stem() != stem));
+        head.keys.push(key.to_owned());
+        head.keys
+            .sort_by_key(|k| ChunkName::parse(k).map(|n| n.bundle));
+        let excess = head.keys.len().saturating_sub(HEAD_KEYS);
+        head.keys.drain(..excess);
+        let top = newest_seq.map_or(seq, |s| s.max(seq));
+        let bytes = serde_json::to_vec(&head).expect("a head serialises");
+        let written = head_key(&name.worker, incarnation, top);
+        store.put(&written, &bytes)?;
+        for k in existing {
+            if k != written {
+                store.delete(&k)?;
+            }
+        }
+        self.written.insert(stream, (written, head));
+        Ok(())
+    }
+}
+
+/// The keys of the heads of `worker`'s `incarnation` on `store`, the newest one's number and
+/// what it holds (empty if there is none, or it cannot be read).
+fn read_heads(
+    store: &dyn RunStore,
+    worker: &str,
+    incarnation: u32,
+) -> Result<(Vec<String>, Option<u64>, StreamHead), StoreError> {
     let existing: Vec<(u64, String)> = store
-        .list_after(&prefix, None)?
+        .list_after(&stream_prefix(worker, incarnation), None)?
         .into_iter()
         .filter_map(|k| parse_head_key(&k).map(|h| (h.seq, k)))
         .collect();
     let newest = existing.iter().max_by_key(|(s, _)| *s).cloned();
-    let mut head = match &newest {
+    let head = match &newest {
         Some((_, k)) => match store.get(k)? {
             Some(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
             None => StreamHead::default(),
         },
         None => StreamHead::default(),
     };
-    // A chunk uploaded twice keeps one key in the head: the newest upload's.
-    let stem = name.stem();
-    head.keys
-        .retain(|k| ChunkName::parse(k).is_none_or(|n| n.stem() != stem));
-    head.keys.push(key.to_owned());
-    head.keys
-        .sort_by_key(|k| ChunkName::parse(k).map(|n| n.bundle));
-    let excess = head.keys.len().saturating_sub(HEAD_KEYS);
-    head.keys.drain(..excess);
-    let top = newest.as_ref().map_or(seq, |(s, _)| (*s).max(seq));
-    let bytes = serde_json::to_vec(&head).expect("a head serialises");
-    let written = head_key(&name.worker, incarnation, top);
-    store.put(&written, &bytes)?;
-    for (_, k) in existing {
-        if k != written {
-            store.delete(&k)?;
-        }
-    }
-    Ok(())
+    Ok((
+        existing.into_iter().map(|(_, k)| k).collect(),
+        newest.map(|(s, _)| s),
+        head,
+    ))
 }
 
 #[cfg(test)]
@@ -213,6 +264,53 @@ mod tests {
         assert_eq!(
             read(&store, &head_key("w1", 3, 3)).keys,
             vec![c.key(), chunk(2, 2).key(), c3.key()]
+        );
+    }
+
+    #[test]
+    fn a_head_writer_lists_a_stream_once_then_writes_and_removes() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = LocalStore::new(dir.path());
+        let store = crate::CountingStore::new(std::sync::Arc::new(local.clone()));
+        // A head a killed predecessor left under this incarnation: found by the first listing.
+        let left = chunk(1, 1);
+        record_upload(&local, &left, &left.key()).unwrap();
+        let mut writer = HeadWriter::default();
+        let c2 = chunk(2, 2);
+        writer.record_upload(&store, &c2, &c2.key()).unwrap();
+        let first = store.take();
+        assert_eq!((first.lists, first.gets), (1, 1), "{first:?}");
+        for seq in 3..=HEAD_KEYS as u64 + 3 {
+            let c = chunk(seq, seq);
+            writer.record_upload(&store, &c, &c.key()).unwrap();
+            let asked = store.take();
+            assert_eq!(
+                asked,
+                crate::RequestCounts {
+                    puts: 1,
+                    deletes: 1,
+                    ..crate::RequestCounts::default()
+                },
+                "chunk {seq}"
+            );
+        }
+        // The head in memory is what a fresh reader of the store finds.
+        let top = HEAD_KEYS as u64 + 3;
+        assert_eq!(heads(&local), vec![head_key("w1", 3, top)]);
+        let head = read(&local, &head_key("w1", 3, top));
+        assert_eq!(head.keys.len(), HEAD_KEYS);
+        assert_eq!(head.keys.first(), Some(&chunk(4, 4).key()));
+        assert_eq!(head.keys.last(), Some(&chunk(top, top).key()));
+        // Another writer (a restart) of the same stream lists it again and agrees.
+        let again = chunk(top + 1, top + 1);
+        HeadWriter::default()
+            .record_upload(&store, &again, &again.key())
+            .unwrap();
+        assert_eq!(store.take().lists, 1);
+        assert_eq!(heads(&local), vec![head_key("w1", 3, top + 1)]);
+        assert_eq!(
+            read(&local, &head_key("w1", 3, top + 1)).keys[..HEAD_KEYS - 1],
+            head.keys[1..]
         );
     }
 }

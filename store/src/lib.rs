@@ -16,6 +16,7 @@
 //!   writes on its ETag) on object storage.
 
 pub mod chunks;
+pub mod counting;
 pub mod cursor;
 pub mod fence;
 pub mod heads;
@@ -28,6 +29,7 @@ pub mod retry;
 use std::time::Duration;
 
 pub use chunks::{Bundle, ChunkName, claim_incarnation};
+pub use counting::{CountingStore, RequestCounts};
 pub use cursor::{ChunkCursor, FullListing, HeadSweep, Hole, HoleEvent};
 pub use fence::{Fence, FencedStore};
 pub use lease::Lease;
