@@ -100,26 +100,11 @@ fn bad_marks_and_runs_are_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     let empty = tmp.path().join("nothing");
     std::fs::create_dir_all(&empty).unwrap();
-    assert_user_error_line(
-        &[
-            "bench",
-            "curve",
-            "--run",
-            empty.to_str().unwrap(),
-            "--minutes",
-            "0",
-        ],
-        "--minutes 0",
-    );
-    assert_user_error_line(
-        &[
-            "bench",
-            "curve",
-            "--run",
-            empty.to_str().unwrap(),
-            "--minutes",
-            "15",
-        ],
-        "no run there",
-    );
+    for (minutes, says) in [("0", "--minutes 0"), ("15", "no run there")] {
+        let run = empty.to_str().unwrap();
+        assert_user_error_line(
+            &["bench", "curve", "--run", run, "--minutes", minutes],
+            says,
+        );
+    }
 }

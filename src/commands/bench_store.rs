@@ -102,7 +102,7 @@ struct Ingest {
 
 /// Listing requests of a listing that returned `keys` keys: S3 answers 1,000 a page.
 fn pages(keys: usize) -> u64 {
-    (keys.max(1) as u64).div_ceil(1000)
+    cfzero_store::counting::list_pages(keys as u64)
 }
 
 /// How the simulated trainer finds what its quick polls miss.

@@ -28,6 +28,11 @@ pub struct RequestCounts {
     pub list_pages: u64,
 }
 
+/// The requests a listing of `keys` keys is on S3: a page per thousand keys, at least one.
+pub fn list_pages(keys: u64) -> u64 {
+    keys.div_ceil(1000).max(1)
+}
+
 /// `inner`, with its requests counted ([`CountingStore::counts`]). The lease's requests are
 /// passed through uncounted.
 #[derive(Debug)]
@@ -121,7 +126,7 @@ impl RunStore for CountingStore {
         let listed = keys.len() as u64;
         self.keys_listed.fetch_add(listed, Ordering::Relaxed);
         self.list_pages
-            .fetch_add(listed.div_ceil(1000).max(1), Ordering::Relaxed);
+            .fetch_add(list_pages(listed), Ordering::Relaxed);
         Ok(keys)
     }
 
