@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use cfzero_selfplay::record::{read_records, write_records};
+use cfzero_selfplay::record::read_records;
 use cfzero_store::{ChunkName, RunStore};
 use common::s3::*;
 use common::*;
@@ -177,31 +177,7 @@ fn a_trainer_and_two_workers_share_a_run_on_s3() {
         "{} chunks, PGNs {pgn_keys:?}",
         all.len()
     );
-    let mut games_of = [0usize; 2];
-    for (name, games) in &all {
-        let i = ["w1", "w2"]
-            .iter()
-            .position(|w| *w == name.worker)
-            .unwrap_or_else(|| panic!("chunk of {}", name.worker));
-        games_of[i] += games.len();
-        // Each game replays; the chunk's PGN holds exactly its games.
-        let dir = check_dir.join(format!("{}-{}", name.worker, name.bundle));
-        std::fs::create_dir_all(&dir).unwrap();
-        for (j, g) in games.iter().enumerate() {
-            write_records(&dir.join(format!("g{j:03}.cfzg")), std::slice::from_ref(g)).unwrap();
-        }
-        let checked = check_records(&dir, name.generation - 1, MAX_PLIES);
-        let pgn_key = pgn_keys
-            .iter()
-            .find(|k| {
-                k.starts_with(&format!("pgn/gen-{:04}/", name.generation))
-                    && k.ends_with(&format!("/{}.pgn", name.stem()))
-            })
-            .unwrap_or_else(|| panic!("no PGN for {}", name.key()));
-        let pgn = dir.join("games.pgn");
-        std::fs::write(&pgn, store.get(pgn_key).unwrap().unwrap()).unwrap();
-        check_pgn(&pgn, &checked);
-    }
+    let games_of = check_chunks(&store, &check_dir, &["w1", "w2"], MAX_PLIES);
     assert!(
         games_of.iter().all(|&n| n > 0),
         "both workers played: {games_of:?}"

@@ -1,7 +1,7 @@
 //! A run split over processes on a shared directory: one `cfzero learn` and two `cfzero
 //! selfplay` workers for two generations of `micro`. Every net is published once, the games
-//! of both workers are there and replay legally, each worker's PGN holds exactly its own games,
-//! and the log has a line per generation.
+//! of both workers are there (as chunks, as on object storage) and replay legally, each
+//! chunk's PGN holds exactly its games, and the log has a line per generation.
 
 mod common;
 
@@ -88,45 +88,19 @@ fn a_trainer_and_two_workers_share_a_run() {
     let log = std::fs::read_to_string(run.join("log.tsv")).unwrap();
     assert_eq!(log.lines().count(), 2, "{log}");
 
-    let mut games_of = [0usize; 2];
-    for g in 1..=3u32 {
-        let dir = run.join(format!("games/gen-{g:04}"));
-        if !dir.exists() {
-            continue;
-        }
-        let games = check_records(&dir, g - 1, MAX_PLIES);
-        for (i, w) in ["w1", "w2"].iter().enumerate() {
-            let own: Vec<&CheckedGame> = games
-                .iter()
-                .filter(|c| {
-                    c.path
-                        .file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with(&format!("{w}-g")))
-                })
-                .collect();
-            games_of[i] += own.len();
-            let pgn = run.join(format!("pgn/gen-{g:04}-{w}.pgn"));
-            if own.is_empty() {
-                continue;
-            }
-            // A worker killed between a game and its PGN may have a game the PGN lacks; the
-            // PGN never holds another worker's games.
-            if pgn.exists() {
-                let in_pgn = python_pgn_games(&pgn);
-                let lines: Vec<String> = own.iter().map(|c| c.pgn_line()).collect();
-                assert!(
-                    in_pgn.iter().all(|l| lines.contains(l)),
-                    "{}: a game that is not {w}'s",
-                    pgn.display()
-                );
-            }
-        }
-        assert!(
-            !run.join(format!("pgn/gen-{g:04}.pgn")).exists(),
-            "no shared PGN"
-        );
-    }
+    // The workers' games are chunks with their PGN, as on object storage; the trainer read
+    // them (links under the chunks' names in games/gen-N).
+    let store = cfzero_store::LocalStore::new(&run);
+    let games_of =
+        common::s3::check_chunks(&store, &tmp.path().join("check"), &["w1", "w2"], MAX_PLIES);
+    let read: Vec<std::path::PathBuf> = record_files(&run.join("games"));
+    assert!(
+        read.iter().any(|p| p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("w1-i") || n.starts_with("w2-i"))),
+        "the trainer read the workers' chunks: {read:?}"
+    );
     assert!(
         games_of.iter().all(|&n| n > 0),
         "both workers played: {games_of:?}"

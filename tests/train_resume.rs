@@ -60,6 +60,29 @@ fn check_every_file(run: &Path, killed: u32, train_config: &TrainConfig) {
         } else if rel.starts_with("games/") && name.ends_with(".cfzg") {
             read_records(&path).unwrap_or_else(|e| panic!("{e}"));
             "game record"
+        } else if rel.starts_with("chunks/") && name.ends_with(".cfzg") {
+            assert!(
+                cfzero_store::ChunkName::parse(&rel).is_some(),
+                "{rel}: a chunk's name"
+            );
+            read_records(&path).unwrap_or_else(|e| panic!("{e}"));
+            "chunk of games"
+        } else if rel.starts_with("heads/") {
+            assert!(
+                cfzero_store::heads::parse_head_key(&rel).is_some(),
+                "{rel}: a head's name"
+            );
+            serde_json::from_slice::<cfzero_store::heads::StreamHead>(
+                &std::fs::read(&path).unwrap(),
+            )
+            .unwrap_or_else(|e| panic!("{rel}: {e}"));
+            "stream head"
+        } else if rel.starts_with("workers/trainer/") {
+            "uploader start"
+        } else if rel == "state/chunk-cursor.json" {
+            serde_json::from_slice::<serde_json::Value>(&std::fs::read(&path).unwrap())
+                .unwrap_or_else(|e| panic!("{rel}: {e}"));
+            "chunk cursor"
         } else if rel.starts_with("nets/") && name.ends_with(".safetensors") {
             check_net(&path, &net_config);
             "net"
@@ -204,6 +227,7 @@ fn resume_after_sigkill_loses_nothing() {
     let state: Vec<String> = files_under(&run.join("state"))
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .filter(|n| n != "chunk-cursor.json")
         .collect();
     let name = stem.strip_prefix("state/").unwrap();
     assert_eq!(

@@ -2,18 +2,18 @@
 //! hands them to the run's `cfzero learn` trainer. Between rounds of games it switches to the
 //! newest published net.
 //!
-//! Both kinds of run go through one loop over the run's store ([`StoredRun`]); they differ
-//! only in where the games go (`Outbox`). On a directory (local, or shared over NFS) the
-//! worker writes its games into the run directory, where the trainer reads them.
-//! On object storage (`--run s3://...`) it plays into a local spool and a thread uploads
-//! them in chunks (every `--chunk-games` games or `--chunk-seconds`), fetches new nets into
-//! the cache, and keeps playing while the store is unreachable (up to `--spool-mb` of
-//! chunks), uploading when it comes back; a worker restarted on the same machine uploads
-//! what a killed one left (see `run/spool.rs`).
+//! Every run, in a directory (local, or shared over NFS) or on object storage (`--run
+//! s3://...`), is played the same way through the run's store ([`StoredRun`]): the worker
+//! plays into a local spool (`spool/<worker>/` in the run directory or the cache) and a
+//! thread uploads the games in chunks (at the end of each round, and every `--chunk-games`
+//! games or `--chunk-seconds` within one), fetches new nets into the cache, and keeps playing
+//! while the store is unreachable (up to `--spool-mb` of chunks), uploading when it comes
+//! back; a worker restarted on the same machine uploads what a killed one left (see
+//! `run/spool.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -25,7 +25,6 @@ use clap::Args;
 use crate::config::Config;
 use crate::error::{is_user_error, user_error};
 use crate::flags::DeviceFlag;
-use crate::run::dir::RunDir;
 use crate::run::progress::spinner;
 use crate::run::selfplay_phase::{self, GamesOut};
 use crate::run::session::stop_on_ctrl_c;
@@ -46,9 +45,8 @@ pub struct SelfplayArgs {
     #[arg(long)]
     pub run: PathBuf,
     /// Name of this worker, unique among the workers of the run: letters, digits, `_` and
-    /// `.` (default: host and process id; on object storage the host and a random part
-    /// chosen once per cache and kept in its `worker-id`, with `.2`, `.3`, ... for further
-    /// workers on one machine, so that two machines of one name never share a name).
+    /// `.` (default: the host and a random part chosen once per cache, or run directory, and
+    /// kept in its `worker-id`, with `.2`, `.3`, ... for further workers of it).
     #[arg(long)]
     pub worker: Option<String>,
     /// Stop after this many games (default: no limit).
@@ -65,21 +63,21 @@ pub struct SelfplayArgs {
     pub backend: Option<BackendChoice>,
     /// Object storage: the local cache (nets, config, the spool of games not uploaded yet);
     /// default `~/.cache/cfzero/runs/<run>`, or under `$CFZERO_CACHE`. Refused for a run in
-    /// a directory, which is its own cache.
+    /// a directory, which is its own cache (its spools are in `spool/`).
     #[arg(long)]
     pub cache: Option<PathBuf>,
-    /// Object storage: games in a chunk.
+    /// The most games in a chunk (a round's last games go at its end).
     #[arg(long, default_value_t = 32)]
     pub chunk_games: usize,
-    /// Object storage: the most seconds a finished game waits for its chunk.
+    /// The most seconds a finished game waits for its chunk.
     #[arg(long, default_value_t = 120.0)]
     pub chunk_seconds: f64,
-    /// Object storage: the most megabytes of chunks kept while the store is unreachable;
-    /// the worker pauses when its spool holds more.
+    /// The most megabytes of chunks kept while the store is unreachable; the worker pauses
+    /// when its spool holds more.
     #[arg(long, default_value_t = 2048)]
     pub spool_mb: u64,
-    /// Object storage: minutes a stopping worker keeps trying to upload its spool (what is
-    /// left is uploaded at its next start).
+    /// Minutes a stopping worker keeps trying to upload its spool (what is left is uploaded
+    /// at its next start).
     #[arg(long, default_value_t = 10.0)]
     pub flush_minutes: f64,
 }
@@ -172,7 +170,7 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
             &stop,
         )?;
         played += sp.games as usize;
-        outbox.round_played(&games_dir, generation + 1)?;
+        outbox.round_played();
         println!("worker {worker} | net gen {generation} | {sp} | {played} games in all");
     }
     let uploaded = outbox.close()?;
@@ -180,9 +178,9 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
     Ok(())
 }
 
-/// The run and how it is named in messages. A directory is its own store and cache (the
-/// worker writes straight into it); object storage is opened without a request (a worker
-/// with a cache plays on while the store is down) and worked on in the cache.
+/// The run and how it is named in messages. A directory is its own store and cache; object
+/// storage is opened without a request (a worker with a cache plays on while the store is
+/// down) and worked on in the cache.
 fn open_run(args: &SelfplayArgs, location: &RunLocation) -> Result<(StoredRun, String)> {
     match location {
         RunLocation::Local(path) => Ok((
@@ -198,78 +196,54 @@ fn open_run(args: &SelfplayArgs, location: &RunLocation) -> Result<(StoredRun, S
     }
 }
 
-/// Where a worker's games go. In a run directory the trainer reads them where they are
-/// written, with one PGN per worker and generation; on object storage they go to a spool
-/// that a thread uploads in chunks (and that thread also fetches new nets into the cache).
-/// The two keep the layouts the trainer of each reads (`W-gNNNNN.cfzg` files in the
-/// generation's directory; chunks), so a directory run written by an older version reads
-/// unchanged.
-enum Outbox {
-    /// Straight into the run directory.
-    Directory { dir: RunDir, worker: String },
-    /// Into the spool in the cache, uploaded by `sync` (from [`Outbox::start`] on).
-    Spool {
-        worker: String,
-        spool: Arc<Spool>,
-        stopping: Arc<AtomicBool>,
-        sync: Option<std::thread::JoinHandle<Result<u64>>>,
-        limit_bytes: u64,
-    },
+/// Where a worker's games go: a spool in the run directory or the cache, uploaded in chunks
+/// by the `sync` thread (from [`Outbox::start`] on), which also fetches new nets into the
+/// cache.
+struct Outbox {
+    worker: String,
+    spool: Arc<Spool>,
+    stopping: Arc<AtomicBool>,
+    /// Rounds played so far: when it moves on, the thread bundles the round's last games at
+    /// once.
+    rounds_played: Arc<AtomicU64>,
+    sync: Option<std::thread::JoinHandle<Result<u64>>>,
+    limit_bytes: u64,
 }
 
 impl Outbox {
-    /// The outbox of `run`: its directory, or its spool in the cache (locked: one worker a
-    /// spool).
+    /// The outbox of `run`: its spool (locked: one worker a spool).
     fn open(args: &SelfplayArgs, run: &StoredRun) -> Result<Outbox> {
-        if run.in_place() {
-            let worker = args
-                .worker
-                .clone()
-                .unwrap_or_else(|| format!("{}.{}", host_worker_name(), std::process::id()));
-            eprintln!("worker {worker}: run {}", run.dir().root().display());
-            return Ok(Outbox::Directory {
-                dir: run.dir().clone(),
-                worker,
-            });
-        }
-        let cache = run.dir().root();
-        let (worker, spool) = open_spool(args, cache)?;
+        let local = run.dir().root();
+        let (worker, spool) = open_spool(args, local)?;
         eprintln!(
-            "worker {worker}: run {}, cache {}",
+            "worker {worker}: run {}, spool {}",
             args.run.display(),
-            cache.display()
+            local.join("spool").join(&worker).display()
         );
-        Ok(Outbox::Spool {
+        Ok(Outbox {
             worker,
             spool: Arc::new(spool),
             stopping: Arc::new(AtomicBool::new(false)),
+            rounds_played: Arc::new(AtomicU64::new(0)),
             sync: None,
             limit_bytes: args.spool_mb.saturating_mul(1 << 20),
         })
     }
 
-    /// Starts a spool's upload thread, which owns `run` from then on (once the first net is
+    /// Starts the upload thread, which owns `run` from then on (once the first net is
     /// there: a worker stopped before it has nothing to flush).
     fn start(&mut self, args: &SelfplayArgs, run: StoredRun) -> Result<()> {
-        let Outbox::Spool {
-            spool,
-            stopping,
-            sync,
-            ..
-        } = self
-        else {
-            return Ok(());
-        };
-        let (spool, stopping) = (spool.clone(), stopping.clone());
+        let (spool, stopping) = (self.spool.clone(), self.stopping.clone());
+        let rounds_played = self.rounds_played.clone();
         let options = SyncOptions {
             chunk_games: args.chunk_games,
             chunk_age: Duration::from_secs_f64(args.chunk_seconds),
             flush: Duration::from_secs_f64(args.flush_minutes * 60.0),
         };
-        *sync = Some(
+        self.sync = Some(
             std::thread::Builder::new()
                 .name("upload".into())
-                .spawn(move || sync_loop(&run, &spool, &stopping, &options))
+                .spawn(move || sync_loop(&run, &spool, &stopping, &rounds_played, &options))
                 .context("starting the upload thread")?,
         );
         Ok(())
@@ -277,72 +251,49 @@ impl Outbox {
 
     /// The worker's name.
     fn worker(&self) -> &str {
-        match self {
-            Outbox::Directory { worker, .. } | Outbox::Spool { worker, .. } => worker,
-        }
+        &self.worker
     }
 
     /// Whether another round may be played: a full spool waits for the store (or Ctrl-C),
     /// and an upload thread that ended early met a store that refuses this worker.
     fn has_room(&self, stop: &AtomicBool) -> bool {
-        let Outbox::Spool {
-            spool,
-            sync,
-            limit_bytes,
-            ..
-        } = self
-        else {
-            return true;
-        };
-        if spool.waiting_bytes() > *limit_bytes {
+        let spool = &self.spool;
+        if spool.waiting_bytes() > self.limit_bytes {
             let waiting = spinner(format!(
                 "spool full ({} MB of games the store has not taken): waiting for it",
                 spool.waiting_bytes() >> 20
             ));
-            while spool.waiting_bytes() > *limit_bytes && !stop.load(Ordering::Relaxed) {
+            while spool.waiting_bytes() > self.limit_bytes && !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(POLL);
             }
             waiting.finish_and_clear();
         }
-        !sync.as_ref().is_some_and(|s| s.is_finished()) && !stop.load(Ordering::Relaxed)
+        !self.sync.as_ref().is_some_and(|s| s.is_finished()) && !stop.load(Ordering::Relaxed)
     }
 
     /// Where a round of `games` games of generation `g` is written, and the number of its
-    /// first game (a spool numbers its games; a run directory names them by worker).
+    /// first game (a spool numbers its games, so that they never repeat for this worker).
     fn place(&self, g: u32, games: usize) -> Result<(PathBuf, Option<u64>)> {
-        match self {
-            Outbox::Directory { dir, .. } => Ok((dir.games(g), None)),
-            Outbox::Spool { spool, .. } => {
-                let first = spool.reserve(games)?;
-                Ok((spool.games_dir(g), Some(first)))
-            }
-        }
+        let first = self.spool.reserve(games)?;
+        Ok((self.spool.games_dir(g), Some(first)))
     }
 
-    /// After a round: a run directory gets the worker's PGN of the generation (a spool's
-    /// PGN travels with its chunks).
-    fn round_played(&self, games_dir: &Path, g: u32) -> Result<()> {
-        if let Outbox::Directory { dir, worker } = self {
-            selfplay_phase::write_pgn(games_dir, &dir.worker_pgn(g, worker), g, Some(worker))?;
-        }
-        Ok(())
+    /// After a round: its last games are bundled and uploaded without waiting for a full
+    /// chunk, so that the trainer has the whole round.
+    fn round_played(&self) {
+        self.rounds_played.fetch_add(1, Ordering::Release);
     }
 
     /// Stops the upload thread after its last flush; what the worker's stop message adds.
     fn close(self) -> Result<String> {
-        match self {
-            Outbox::Directory { .. } => Ok(String::new()),
-            Outbox::Spool { stopping, sync, .. } => {
-                stopping.store(true, Ordering::Relaxed);
-                let uploaded = match sync {
-                    Some(s) => s
-                        .join()
-                        .map_err(|_| anyhow::anyhow!("the upload thread panicked"))??,
-                    None => 0,
-                };
-                Ok(format!(" ({uploaded} chunk(s) uploaded)"))
-            }
-        }
+        self.stopping.store(true, Ordering::Relaxed);
+        let uploaded = match self.sync {
+            Some(s) => s
+                .join()
+                .map_err(|_| anyhow::anyhow!("the upload thread panicked"))??,
+            None => 0,
+        };
+        Ok(format!(" ({uploaded} chunk(s) uploaded)"))
     }
 }
 

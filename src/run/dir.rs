@@ -3,8 +3,10 @@
 //! ```text
 //! runs/NAME/config.toml              the frozen config
 //! runs/NAME/nets/gen-0003.safetensors published nets (config in the metadata)
-//! runs/NAME/games/gen-0003/*.cfzg    game records played by net gen-0002
-//! runs/NAME/pgn/gen-0003.pgn         the same games as PGN (gen-0003-WORKER.pgn: a worker's)
+//! runs/NAME/games/gen-0003/*.cfzg    game records played by net gen-0002, as the replay
+//!                                    window reads them (see `stored_run.rs` for chunks)
+//! runs/NAME/pgn/gen-0003.pgn         the trainer's own games as PGN (a chunk's PGN:
+//!                                    pgn/gen-0003/<worker>-<bundle>.pgn)
 //! runs/NAME/state/trainer-gen-0003-TAG.* trainer state after generation 3 (weights, optimizer,
 //!                                    SWA average)
 //! runs/NAME/tb/                      TensorBoard event files
@@ -69,13 +71,6 @@ impl RunDir {
     /// PGN of generation `g`.
     pub fn pgn(&self, g: u32) -> PathBuf {
         self.root.join("pgn").join(format!("gen-{g:04}.pgn"))
-    }
-
-    /// PGN of worker `worker`'s games of generation `g` (each worker writes its own).
-    pub fn worker_pgn(&self, g: u32, worker: &str) -> PathBuf {
-        self.root
-            .join("pgn")
-            .join(format!("gen-{g:04}-{worker}.pgn"))
     }
 
     /// Trainer weights and optimizer state after generation `g` as the trainer session

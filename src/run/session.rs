@@ -297,8 +297,9 @@ impl Session {
                     None => Net::seeded(&config.network, device, config.run.seed as i64)
                         .map_err(user_error)?,
                 };
-                save_net(&net, &dir.net(0))?;
-                stored.publish(0)?;
+                let staged = stored.staged_net(0);
+                save_net(&net, &staged)?;
+                stored.publish(0, &staged)?;
                 0
             }
         };
@@ -411,7 +412,8 @@ impl Session {
     }
 
     /// Puts the games this trainer played for generation `g` (`cfzero train`) on the store,
-    /// as one chunk with their PGN (in a directory they are in place already).
+    /// as one chunk with their PGN, as a worker's games are (a successor trainer elsewhere
+    /// reads them from there).
     pub fn upload_own_games(&self, g: u32) -> Result<()> {
         let games = self.dir.games(g);
         let mut files: Vec<PathBuf> = std::fs::read_dir(&games)
@@ -435,8 +437,8 @@ impl Session {
         self.arrivals.get_or_insert_with(Vec::new);
     }
 
-    /// Uploads the teacher's label files that grew since the last publication (nothing for a
-    /// run in a directory, which holds them already).
+    /// Uploads the teacher's label files that grew since the last publication (a run in a
+    /// directory holds them already).
     pub fn push_labels(&self) -> Result<()> {
         self.stored.push_labels()
     }
@@ -530,14 +532,13 @@ impl Session {
         }
         let (w, o) = self.dir.trainer_state(next, Some(&self.state_tag));
         self.learner.save_state(&w, &o)?;
-        self.learner
-            .publish(&self.dir.net(next), Some(&self.state_tag))?;
-        self.stored.publish(next)?;
+        let staged = self.stored.staged_net(next);
+        self.learner.publish(&staged, Some(&self.state_tag))?;
+        self.stored.publish(next, &staged)?;
         self.dir.prune_trainer_states(next);
-        // Games older than every game of the window are on the store alone (a directory run
-        // keeps them), or nowhere with `run.keep_old_games = false`. The window remembers the
-        // files it read, so a copy downloaded again (`export-data` on the same cache) is not
-        // read twice.
+        // Games older than every game of the window are kept as chunks alone, or nowhere with
+        // `run.keep_old_games = false`. The window remembers the files it read, so a copy
+        // made again (`export-data` on the same cache) is not read twice.
         let oldest = self
             .window
             .read()

@@ -1,5 +1,5 @@
-//! A self-play worker's local spool for a run on object storage: the games it finished and
-//! has not uploaded yet. Nothing a worker finished is lost, whether the store is down or the
+//! A self-play worker's local spool (`spool/<worker>/` in the run directory or the cache):
+//! the games it finished and the store does not have yet. Nothing a worker finished is lost, whether the store is down or the
 //! worker is killed:
 //!
 //! ```text

@@ -1,9 +1,10 @@
 //! A run on its store ([`RunStore`]), worked on through a local directory in the
 //! run-directory layout ([`RunDir`]): training, self-play and matches read and write local
-//! files, and this module moves them to and from the store. A run in a directory
-//! ([`cfzero_store::LocalStore`]) is its own cache: its files are the store's objects and
-//! nothing is copied; on object storage the directory is a cache. Every command that opens
-//! a run goes through here, wherever the run lives. What lives where:
+//! files, and this module moves them to and from the store ([`RunStore::get_file`],
+//! [`RunStore::put_file`]). A run is stored the same way wherever it lives; a run in a
+//! directory ([`cfzero_store::LocalStore`]) is also its own local copy, so that its store
+//! finds most files in place and moves nothing. Every command that opens a run goes through
+//! here. What lives where:
 //!
 //! ```text
 //! config.toml                       the frozen config (written by the trainer)
@@ -23,13 +24,17 @@
 //! trainer.lease                     the trainer lease
 //! ```
 //!
-//! On object storage the cache is `--cache DIR`, else `$CFZERO_CACHE/runs/<run>`, else
-//! `$XDG_CACHE_HOME/cfzero/runs/<run>` (`~/.cache/cfzero/...`). It holds nothing the store
-//! does not (a trainer resumes on another machine from the store alone), except a worker's
-//! spool of games not uploaded yet; a trainer's cache sheds the games of generations older
-//! than every game of its window ([`StoredRun::prune_games_before`]). (A worker on a
-//! directory writes its games straight into the run, `games/gen-N/`, and its trainer reads
-//! them there: chunks are how games cross machines, and a directory needs none.)
+//! The local copy (the cache) adds `games/gen-N/`, where the replay window reads the games: a
+//! chunk's games under the chunk's name (a link to the chunk in a directory), and the games
+//! `cfzero train` plays itself (`gNNNNN.cfzg`, also uploaded as chunks of the worker
+//! `trainer`); a worker's spool (`spool/<worker>/`) of games not uploaded yet. On object
+//! storage the cache is `--cache DIR`, else `$CFZERO_CACHE/runs/<run>`, else
+//! `$XDG_CACHE_HOME/cfzero/runs/<run>` (`~/.cache/cfzero/...`); it holds nothing the store does
+//! not but the spool (a trainer resumes on another machine from the store alone). A trainer
+//! sheds the copies of generations older than every game of its window
+//! ([`StoredRun::prune_games_before`]). A directory of an older version, whose workers wrote
+//! `games/gen-N/<worker>-gNNNNN.cfzg` and `pgn/gen-N-<worker>.pgn` straight into it, is read
+//! and resumed as it is.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -108,8 +113,6 @@ pub fn local_dir(location: &RunLocation, explicit: Option<&Path>) -> Result<Path
 pub struct StoredRun {
     store: Arc<dyn RunStore>,
     dir: RunDir,
-    /// The store is the directory itself (a run in a directory): nothing to copy.
-    in_place: bool,
     cursor: ChunkCursor,
     /// When the streams' heads were last swept, or the chunks listed in full (`None`: not
     /// yet by this process, whose first ingest lists every chunk).
@@ -125,11 +128,9 @@ pub struct StoredRun {
 impl StoredRun {
     /// The run on `store`, worked on in `local` (for a directory store, the directory).
     pub fn new(store: Arc<dyn RunStore>, local: &Path) -> StoredRun {
-        let in_place = store.directory().is_some_and(|d| same_directory(d, local));
         StoredRun {
             store,
             dir: RunDir::new(local),
-            in_place,
             cursor: ChunkCursor::new(CHUNK_GRACE),
             last_sweep: None,
             uploaded: Default::default(),
@@ -152,12 +153,6 @@ impl StoredRun {
             Arc::from(store),
             &local_dir(location, cache)?,
         ))
-    }
-
-    /// Whether the store is the local directory itself (a run in a directory), so that
-    /// nothing is copied between them.
-    pub fn in_place(&self) -> bool {
-        self.in_place
     }
 
     /// Goes on from `cursor` (what the store's `state/chunk-cursor.json` holds when a trainer
@@ -190,36 +185,17 @@ impl StoredRun {
 
     /// Downloads the object of a cache file to it; `false` if the store has none.
     pub fn pull(&self, path: &Path) -> Result<bool> {
-        if self.in_place {
-            return Ok(path.exists());
-        }
-        let key = self.key_of(path)?;
-        let Some(bytes) = self.store.get(&key)? else {
-            return Ok(false);
-        };
-        write_local(path, &bytes)?;
-        Ok(true)
+        Ok(self.store.get_file(&self.key_of(path)?, path)?)
     }
 
     /// Uploads a cache file (nothing if it does not exist).
     pub fn push(&self, path: &Path) -> Result<()> {
-        if self.in_place {
-            return Ok(());
-        }
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
-        self.store.put(&self.key_of(path)?, &bytes)?;
+        self.store.put_file(&self.key_of(path)?, path)?;
         Ok(())
     }
 
     /// Uploads every file under a cache directory (TensorBoard's).
     pub fn push_tree(&self, dir: &Path) -> Result<()> {
-        if self.in_place {
-            return Ok(());
-        }
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Ok(());
         };
@@ -234,12 +210,8 @@ impl StoredRun {
         Ok(())
     }
 
-    /// The newest published generation on the store (one listing of `nets/`; a run in a
-    /// directory reads its own `nets/`).
+    /// The newest published generation on the store (one listing of `nets/`).
     pub fn newest_net(&self) -> Result<Option<u32>> {
-        if self.in_place {
-            return Ok(self.dir.published()?.last().copied());
-        }
         Ok(self
             .store
             .list_after("nets", None)?
@@ -250,17 +222,17 @@ impl StoredRun {
 
     /// What `cfzero ladder` reads: the config, every net and the ladder's earlier results.
     pub fn pull_ladder(&self) -> Result<()> {
-        if self.in_place {
-            return Ok(());
-        }
         self.pull(&self.dir.config())?;
         for key in self.store.list_after("nets", None)? {
             if let Some(g) = net_generation(&key) {
                 self.pull_net(g)?;
                 // The ladder's time axis reads when each net was published: the object's
-                // time, not the download's.
-                if let Some(t) = self.store.head(&key)?.map(|o| o.modified) {
-                    let path = self.dir.net(g);
+                // time, not the download's (a directory's own file has it already).
+                let path = self.dir.net(g);
+                let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+                if let Some(t) = self.store.head(&key)?.map(|o| o.modified)
+                    && modified != Some(t)
+                {
                     std::fs::File::options()
                         .write(true)
                         .open(&path)
@@ -277,9 +249,6 @@ impl StoredRun {
     /// and every chunk of games, into the cache's `games/` (what the cache has already is
     /// kept). Returns the chunks downloaded.
     pub fn pull_games(&self) -> Result<usize> {
-        if self.in_place {
-            return Ok(0);
-        }
         self.pull(&self.dir.config())?;
         if let Some(g) = self.newest_net()? {
             self.pull_net(g)?;
@@ -289,11 +258,12 @@ impl StoredRun {
             let Some(name) = ChunkName::parse(&key) else {
                 continue;
             };
+            // The trainer's own games of this cache are here already, under their own names.
+            if name.worker == OWN_WORKER && self.has_own_games(name.generation) {
+                continue;
+            }
             let local = self.chunk_path(&name);
-            if !local.exists()
-                && let Some(bytes) = self.store.get(&key)?
-            {
-                write_local(&local, &bytes)?;
+            if !local.exists() && self.store.get_file(&key, &local)? {
                 pulled += 1;
             }
         }
@@ -309,18 +279,22 @@ impl StoredRun {
         self.pull(&path)
     }
 
-    /// Empties the cache of what a run keeps (for a run the store does not hold: a cache
-    /// left by an earlier run of the same URL). Only the run layout's own entries go, never
-    /// anything else in a `--cache` directory; a run in a directory is never touched (it is
-    /// the store, not a copy of it).
-    pub fn clear_cache(&self) -> Result<()> {
-        if self.in_place {
-            return Ok(());
-        }
+    /// Removes from the cache the files of the run layout that the store does not hold (for
+    /// a run the store does not hold: a cache left by an earlier run of the same URL). Only
+    /// the run layout's own entries go, never anything else in a `--cache` directory, and
+    /// never a file the store holds under its path (in a directory, every file of the run):
+    /// the cache's `games/` are copies under names of their own, so that they all go.
+    /// Returns the files removed.
+    pub fn clear_cache(&self) -> Result<usize> {
+        let mut removed = 0;
         for sub in ["nets", "games", "pgn", "state", "tb", "teacher"] {
-            let d = self.dir.root().join(sub);
-            if d.exists() {
-                std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+            let held: std::collections::HashSet<String> =
+                self.store.list_after(sub, None)?.into_iter().collect();
+            for path in files_under(&self.dir.root().join(sub)) {
+                if !held.contains(&self.key_of(&path)?) {
+                    remove_file(&path)?;
+                    removed += 1;
+                }
             }
         }
         for f in [
@@ -329,11 +303,12 @@ impl StoredRun {
             self.dir.eval_log(),
             self.dir.elo_plot(),
         ] {
-            if f.exists() {
-                std::fs::remove_file(&f).with_context(|| format!("removing {}", f.display()))?;
+            if f.exists() && self.store.head(&self.key_of(&f)?)?.is_none() {
+                remove_file(&f)?;
+                removed += 1;
             }
         }
-        Ok(())
+        Ok(removed)
     }
 
     /// What a trainer needs to go on where the run's last trainer stopped, from the store
@@ -341,9 +316,6 @@ impl StoredRun {
     /// state, the logs, the chunk cursor, and the newest chunks up to `window_positions`
     /// positions (the replay window). Returns the chunks downloaded.
     pub fn pull_for_trainer(&mut self, window_positions: usize) -> Result<usize> {
-        if self.in_place {
-            return Ok(0);
-        }
         let Some(newest) = self.newest_net()? else {
             return Ok(0);
         };
@@ -391,11 +363,7 @@ impl StoredRun {
                 continue;
             }
             let local = self.chunk_path(&c);
-            if !local.exists() {
-                let Some(bytes) = self.store.get(&c.key())? else {
-                    continue;
-                };
-                write_local(&local, &bytes)?;
+            if !local.exists() && self.store.get_file(&c.key(), &local)? {
                 pulled += 1;
             }
         }
@@ -428,44 +396,68 @@ impl StoredRun {
         }
     }
 
-    /// Removes from the cache of a run on object storage the games (and their PGN) of the
-    /// generation directories below `g`: the store keeps them, and a trainer's cache stays
-    /// about the size of its window however long the run. A run in a directory keeps
-    /// everything: its games are the run's. Returns the directories removed.
+    /// Removes from the cache the copies of games of generations below `g` that the store
+    /// keeps as chunks and not under their own paths: a chunk's games (under the chunk's
+    /// name) and the games this trainer played and uploaded (`gNNNNN.cfzg`), so that a
+    /// trainer's cache on object storage stays about the size of its window however long
+    /// the run. A file the store holds under its path stays: in a run directory, every one
+    /// (its local copy is the run), and anything that is not such a copy (the games an
+    /// older version's workers wrote straight into a run directory). Returns the files
+    /// removed.
     pub fn prune_games_before(&self, g: u32) -> Result<usize> {
-        if self.in_place {
-            return Ok(0);
+        let mut removed = 0;
+        for dir in self.generation_dirs("games", g) {
+            let held: std::collections::HashSet<String> = self
+                .store
+                .list_after(&self.key_of(&dir)?, None)?
+                .into_iter()
+                .collect();
+            for path in files_under(&dir) {
+                let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("");
+                let copy = is_chunk_copy(name) || is_own_games(name);
+                if copy && !held.contains(&self.key_of(&path)?) {
+                    remove_file(&path)?;
+                    removed += 1;
+                }
+            }
+            // Gone once empty.
+            let _ = std::fs::remove_dir(&dir);
         }
-        self.remove_generation_dirs(g)
+        Ok(removed)
+    }
+
+    /// The local directories `TREE/gen-N` for N below `g`.
+    fn generation_dirs(&self, tree: &str, g: u32) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(self.dir.root().join(tree)) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| crate::run::dir::generation_dir(p).is_some_and(|n| n < g) && p.is_dir())
+            .collect()
     }
 
     /// Removes the local directories `games/gen-N` and `pgn/gen-N` for N below `g`.
     fn remove_generation_dirs(&self, g: u32) -> Result<usize> {
         let mut removed = 0;
-        for tree in ["games", "pgn"] {
-            let Ok(entries) = std::fs::read_dir(self.dir.root().join(tree)) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let old = crate::run::dir::generation_dir(&e.path()).is_some_and(|n| n < g);
-                if old && e.path().is_dir() {
-                    std::fs::remove_dir_all(e.path())
-                        .with_context(|| format!("removing {}", e.path().display()))?;
-                    removed += 1;
-                }
-            }
+        for dir in [
+            self.generation_dirs("games", g),
+            self.generation_dirs("pgn", g),
+        ]
+        .concat()
+        {
+            std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+            removed += 1;
         }
         Ok(removed)
     }
 
-    /// Removes from the run the games of the generation directories below `g` that the
-    /// trainer has read (`run.keep_old_games = false`): on object storage the chunks its
-    /// cursor consumed and their PGN (a chunk not read yet stays), in a directory
-    /// `games/gen-N` and `pgn/gen-N`. Returns the objects or directories removed.
+    /// Removes from the run the games of generations below `g` that the trainer has read
+    /// (`run.keep_old_games = false`): the chunks its cursor consumed and their PGN (a chunk
+    /// not read yet stays), and the local `games/gen-N` and `pgn/gen-N`. Returns the objects
+    /// and directories removed.
     pub fn forget_games_before(&self, g: u32) -> Result<usize> {
-        if self.in_place {
-            return self.remove_generation_dirs(g);
-        }
         let mut removed = self.remove_generation_dirs(g)?;
         for key in self.store.list_after(CHUNKS, None)? {
             let Some(name) = ChunkName::parse(&key) else {
@@ -487,7 +479,7 @@ impl StoredRun {
             entries.flatten().any(|e| {
                 let name = e.file_name();
                 let name = name.to_string_lossy();
-                name.starts_with('g') && name.ends_with(".cfzg")
+                name.strip_suffix(".cfzg").is_some_and(is_own_games)
             })
         })
     }
@@ -509,10 +501,6 @@ impl StoredRun {
     /// heads), and for a stream further ahead than its head reaches. Returns the chunks
     /// downloaded.
     pub fn ingest(&mut self, skip_worker: Option<&str>) -> Result<usize> {
-        // A directory's workers write their games into it: nothing comes in chunks.
-        if self.in_place {
-            return Ok(0);
-        }
         let store = self.store.clone();
         let store = store.as_ref();
         let sweep_due = self
@@ -558,12 +546,12 @@ impl StoredRun {
                 continue;
             };
             let local = self.chunk_path(&name);
-            if skip_worker != Some(name.worker.as_str()) && !local.exists() {
-                // Listed but gone (deleted by hand) is nothing to train on.
-                if let Some(bytes) = self.store.get(&key)? {
-                    write_local(&local, &bytes)?;
-                    pulled += 1;
-                }
+            // Listed but gone (deleted by hand) is nothing to train on.
+            if skip_worker != Some(name.worker.as_str())
+                && !local.exists()
+                && self.store.get_file(&key, &local)?
+            {
+                pulled += 1;
             }
             self.cursor.consume(&key);
         }
@@ -588,15 +576,19 @@ impl StoredRun {
         Ok(pulled)
     }
 
-    /// Publishes generation `g` from the cache: the trainer state, log, TensorBoard files
-    /// and chunk cursor first, the net last and only if the store has no net `g` (the commit
-    /// point: two trainers can never both publish a generation). In a directory the net's
-    /// atomic write in place was the commit point.
-    pub fn publish(&self, g: u32) -> Result<()> {
-        if self.in_place {
-            return Ok(());
-        }
-        let (w, o) = self.dir.state_of(g)?;
+    /// Publishes generation `g`, whose net the trainer wrote to `staged` (a temporary file,
+    /// [`StoredRun::staged_net`]): the trainer state, log, TensorBoard files and chunk cursor
+    /// first, the net last and only if the store has no net `g` (the commit point: two
+    /// trainers can never both publish a generation), then the net in the cache.
+    pub fn publish(&self, g: u32, staged: &Path) -> Result<()> {
+        let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+        let bytes = read(staged)?;
+        let state = cfzero_network::checkpoint::read_net_metadata(
+            staged,
+            cfzero_trainer::learner::STATE_KEY,
+        )
+        .with_context(|| format!("reading {}", staged.display()))?;
+        let (w, o) = self.dir.trainer_state(g, state.as_deref());
         for p in trainer_state_files(&w, &o) {
             self.push(&p)?;
         }
@@ -605,16 +597,30 @@ impl StoredRun {
         self.store
             .put(CURSOR_KEY, &serde_json::to_vec(&self.cursor)?)?;
         let net = self.dir.net(g);
-        let bytes = std::fs::read(&net).with_context(|| format!("reading {}", net.display()))?;
         let key = self.key_of(&net)?;
         if !self.store.put_if_absent(&key, &bytes)? {
+            let _ = std::fs::remove_file(staged);
             anyhow::bail!(
                 "{} exists already on {}: another trainer published generation {g} of this run",
                 key,
                 self.store.location()
             );
         }
+        // A directory's store wrote the net into place; a cache takes the staged file.
+        if net.exists() {
+            remove_file(staged)?;
+        } else {
+            std::fs::rename(staged, &net)
+                .with_context(|| format!("moving {} to {}", staged.display(), net.display()))?;
+        }
         self.prune_states(g)
+    }
+
+    /// Where the trainer writes net `g` before [`StoredRun::publish`] makes it the run's: a
+    /// temporary file beside it, which no listing or reader of nets takes for a net (and
+    /// which the clean-up of stale temporaries removes if a trainer is killed first).
+    pub fn staged_net(&self, g: u32) -> PathBuf {
+        cfzero_fsutil::temporary_path(&self.dir.net(g))
     }
 
     /// Removes the store's trainer states of generations before `g`, as the cache does: a
@@ -637,9 +643,6 @@ impl StoredRun {
     /// file the teacher is appending to goes up as far as it is written; a torn last label
     /// is cut when a trainer opens the file again.
     pub fn push_labels(&self) -> Result<()> {
-        if self.in_place {
-            return Ok(());
-        }
         let Ok(entries) = std::fs::read_dir(self.dir.teacher()) else {
             return Ok(());
         };
@@ -654,11 +657,10 @@ impl StoredRun {
             if uploaded.get(&path) == Some(&len) {
                 continue;
             }
-            let bytes =
-                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            self.store.put(&self.key_of(&path)?, &bytes)?;
             // What went up: the teacher may have written more since the length was read.
-            uploaded.insert(path, bytes.len() as u64);
+            if let Some(sent) = self.store.put_file(&self.key_of(&path)?, &path)? {
+                uploaded.insert(path, sent);
+            }
         }
         Ok(())
     }
@@ -712,9 +714,6 @@ impl StoredRun {
     /// with their PGN: a trainer that plays its own games keeps them on the store, so that a
     /// successor elsewhere has them.
     pub fn upload_games(&self, g: u32, worker: &str, files: &[PathBuf], pgn: &Path) -> Result<()> {
-        if self.in_place {
-            return Ok(());
-        }
         let mut games = Vec::new();
         for f in files {
             games.extend(cfzero_selfplay::record::read_records(f)?);
@@ -746,12 +745,55 @@ impl StoredRun {
     }
 }
 
-/// Whether `a` and `b` name the same directory (either may not exist yet).
-fn same_directory(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
+/// Every file under `dir` (recursively), temporaries of writes in progress left out.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else if !cfzero_fsutil::is_temporary(&p) {
+            out.push(p);
+        }
     }
+    out
+}
+
+/// Removes a local file (one already gone is removed).
+fn remove_file(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether a game file's stem names a chunk's games in the cache ([`ChunkName::stem`]:
+/// `<worker>-i<incarnation>s<seq>`, or `<ms>-<worker>-<ms>` for an older timed chunk), not
+/// the games an older version's worker wrote into a run directory (`<worker>-gNNNNN`).
+fn is_chunk_copy(stem: &str) -> bool {
+    let parts: Vec<&str> = stem.split('-').collect();
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    match parts.as_slice() {
+        [worker, bundle] => {
+            cfzero_store::chunks::valid_worker_name(worker)
+                && matches!(bundle.parse::<Bundle>(), Ok(Bundle::Numbered { .. }))
+        }
+        [ms, worker, bundle] => {
+            digits(ms) && cfzero_store::chunks::valid_worker_name(worker) && digits(bundle)
+        }
+        _ => false,
+    }
+}
+
+/// Whether a game file's stem is one of the games `cfzero train` plays itself (`gNNNNN`).
+fn is_own_games(stem: &str) -> bool {
+    stem.strip_prefix('g')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The files of the trainer state whose weights and optimizer are `w` and `o`: those two,
@@ -829,42 +871,111 @@ mod tests {
     }
 
     #[test]
-    fn a_cache_sheds_old_generations_and_a_run_directory_keeps_them() {
+    fn a_cache_sheds_copies_of_old_generations_and_a_run_directory_keeps_everything() {
         let store_dir = tempfile::tempdir().unwrap();
         let cache = tempfile::tempdir().unwrap();
         let store: Arc<dyn RunStore> = Arc::new(cfzero_store::LocalStore::new(store_dir.path()));
+        // A chunk copy, a timed chunk copy, the trainer's own games and an older version's
+        // worker file in each generation directory.
+        let files = [
+            "w1-i3s17.cfzg",
+            "1700000000000-w2-1700000000000.cfzg",
+            "g00004.cfzg",
+            "w3-g00002.cfzg",
+        ];
         let make = |root: &Path| {
             for d in [
-                "games/gen-1",
-                "games/gen-2",
-                "games/gen-3",
-                "pgn/gen-1",
+                "games/gen-0001",
+                "games/gen-0002",
+                "games/gen-0003",
                 "games/other",
             ] {
                 std::fs::create_dir_all(root.join(d)).unwrap();
-                std::fs::write(root.join(d).join("a.cfzg"), b"x").unwrap();
+                for f in files {
+                    std::fs::write(root.join(d).join(f), b"x").unwrap();
+                }
             }
         };
         make(cache.path());
         let cached = StoredRun::new(store.clone(), cache.path());
-        assert_eq!(cached.prune_games_before(3).unwrap(), 3);
-        for (d, kept) in [
-            ("games/gen-1", false),
-            ("games/gen-2", false),
-            ("pgn/gen-1", false),
-            ("games/gen-3", true),
-            ("games/other", true),
-        ] {
-            assert_eq!(cache.path().join(d).exists(), kept, "{d}");
+        assert_eq!(cached.prune_games_before(3).unwrap(), 6);
+        for d in ["games/gen-0001", "games/gen-0002"] {
+            let left: Vec<PathBuf> = files_under(&cache.path().join(d));
+            assert_eq!(
+                left,
+                vec![cache.path().join(d).join("w3-g00002.cfzg")],
+                "{d}"
+            );
         }
+        for d in ["games/gen-0003", "games/other"] {
+            assert_eq!(files_under(&cache.path().join(d)).len(), 4, "{d}");
+        }
+        // A run directory is its own copy: the store holds every file, nothing goes.
         make(store_dir.path());
-        let in_place = StoredRun::new(store, store_dir.path());
-        assert_eq!(in_place.prune_games_before(3).unwrap(), 0);
-        assert!(store_dir.path().join("games/gen-1/a.cfzg").exists());
-        // Told not to keep old games, a directory run removes them too.
-        assert_eq!(in_place.forget_games_before(2).unwrap(), 2);
-        assert!(!store_dir.path().join("games/gen-1").exists());
-        assert!(store_dir.path().join("games/gen-2/a.cfzg").exists());
+        std::fs::create_dir_all(store_dir.path().join("pgn/gen-0001")).unwrap();
+        std::fs::write(store_dir.path().join("pgn/gen-0001/w1-i3s17.pgn"), b"x").unwrap();
+        let own = StoredRun::new(store.clone(), store_dir.path());
+        assert_eq!(own.prune_games_before(3).unwrap(), 0);
+        assert_eq!(
+            files_under(&store_dir.path().join("games/gen-0001")).len(),
+            4
+        );
+        // Told not to keep old games, the run removes them all, an older version's too.
+        assert_eq!(own.forget_games_before(2).unwrap(), 2);
+        assert!(!store_dir.path().join("games/gen-0001").exists());
+        assert!(!store_dir.path().join("pgn/gen-0001").exists());
+        assert_eq!(
+            files_under(&store_dir.path().join("games/gen-0002")).len(),
+            4
+        );
+    }
+
+    #[test]
+    fn a_cache_left_by_another_run_loses_what_the_store_lacks_and_a_directory_loses_nothing() {
+        let store_dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let store: Arc<dyn RunStore> = Arc::new(cfzero_store::LocalStore::new(store_dir.path()));
+        let layout = [
+            "config.toml",
+            "log.tsv",
+            "nets/gen-0000.safetensors",
+            "games/gen-0001/w1-i1s1.cfzg",
+            "state/trainer-gen-0000-a.safetensors",
+            "tb/events.out",
+        ];
+        let write = |root: &Path, files: &[&str]| {
+            for f in files {
+                std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+                std::fs::write(root.join(f), b"x").unwrap();
+            }
+        };
+        write(cache.path(), &layout);
+        std::fs::write(cache.path().join("notes.txt"), b"mine").unwrap();
+        // The store holds the net and its state: the cache keeps those and loses the rest of
+        // the layout, never a file of the user's.
+        write(store_dir.path(), &[layout[2], layout[4]]);
+        let cached = StoredRun::new(store.clone(), cache.path());
+        assert_eq!(cached.clear_cache().unwrap(), 4);
+        assert!(cache.path().join("nets/gen-0000.safetensors").exists());
+        assert!(
+            cache
+                .path()
+                .join("state/trainer-gen-0000-a.safetensors")
+                .exists()
+        );
+        assert!(!cache.path().join("games/gen-0001/w1-i1s1.cfzg").exists());
+        assert!(!cache.path().join("log.tsv").exists());
+        assert!(cache.path().join("notes.txt").exists());
+        // A directory is its own store: all of it is held.
+        write(store_dir.path(), &layout);
+        let own = StoredRun::new(store, store_dir.path());
+        assert_eq!(own.clear_cache().unwrap(), 0);
+        assert!(
+            store_dir
+                .path()
+                .join("games/gen-0001/w1-i1s1.cfzg")
+                .exists()
+        );
     }
 
     #[test]

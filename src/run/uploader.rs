@@ -1,8 +1,8 @@
-//! A self-play worker's upload thread for a run on object storage: it bundles finished games
-//! into chunks, uploads them with backoff while the store is unreachable, and fetches new
-//! nets into the cache, so that play never waits on the store.
+//! A self-play worker's upload thread: it bundles finished games into chunks, uploads them
+//! with backoff while the store is unreachable, and fetches new nets into the cache, so that
+//! play never waits on the store.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -27,13 +27,15 @@ pub struct SyncOptions {
     pub flush: Duration,
 }
 
-/// The upload thread: bundles finished games into chunks, uploads them (backing off while
-/// the store is unreachable) and fetches new nets, until `stopping` is set and the spool is
-/// empty or the flush time is up. Returns the chunks uploaded.
+/// The upload thread: bundles finished games into chunks (also as soon as `rounds_played`
+/// moves on: a round's last games need not wait for a full chunk), uploads them (backing off while the store is unreachable) and
+/// fetches new nets, until `stopping` is set and the spool is empty or the flush time is
+/// up. Returns the chunks uploaded.
 pub fn sync_loop(
     remote: &StoredRun,
     spool: &Spool,
     stopping: &AtomicBool,
+    rounds_played: &AtomicU64,
     options: &SyncOptions,
 ) -> Result<u64> {
     let store = remote.store().as_ref();
@@ -42,6 +44,8 @@ pub fn sync_loop(
     let mut next_try = Instant::now();
     let mut last_net_check = Instant::now();
     let mut flush_until: Option<Instant> = None;
+    // The rounds whose last games are bundled already.
+    let mut rounds_bundled = 0u64;
     // Chunks are numbered in this process's own incarnation, claimed once the store answers.
     let mut incarnation: Option<u32> = None;
     let note = format!(
@@ -55,15 +59,21 @@ pub fn sync_loop(
         if stop && flush_until.is_none() {
             flush_until = Some(Instant::now() + options.flush);
         }
+        // Read before the spool is: a round's games are all written when the count moves.
+        let rounds = rounds_played.load(Ordering::Acquire);
+        let round_ended = rounds != rounds_bundled;
         let (pending, oldest) = spool.pending()?;
         let old = oldest
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age >= options.chunk_age);
         if let Some(i) = incarnation
             && pending > 0
-            && (stop || old || pending >= options.chunk_games)
+            && (stop || old || round_ended || pending >= options.chunk_games)
         {
             spool.bundle(i)?;
+            rounds_bundled = rounds;
+        } else if pending == 0 {
+            rounds_bundled = rounds;
         }
         if Instant::now() >= next_try {
             let mut reachable = true;

@@ -142,7 +142,13 @@ impl RunStore for CountingStore {
         self.inner.release_lease(lease)
     }
 
-    fn directory(&self) -> Option<&std::path::Path> {
-        self.inner.directory()
+    fn get_file(&self, key: &str, path: &std::path::Path) -> Result<bool, StoreError> {
+        Self::count(&self.gets);
+        self.inner.get_file(key, path)
+    }
+
+    fn put_file(&self, key: &str, path: &std::path::Path) -> Result<Option<u64>, StoreError> {
+        Self::count(&self.puts);
+        self.inner.put_file(key, path)
     }
 }

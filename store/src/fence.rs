@@ -112,7 +112,7 @@ fn expiry_of(lease: &Lease) -> Option<Instant> {
 }
 
 /// A store whose writes ([`RunStore::put`], [`RunStore::put_if_absent`],
-/// [`RunStore::delete`]) each pass the [`Fence`] first; reads and the lease's own
+/// [`RunStore::delete`], [`RunStore::put_file`]) each pass the [`Fence`] first; reads and the lease's own
 /// conditional requests go straight through.
 #[derive(Debug)]
 pub struct FencedStore {
@@ -128,10 +128,6 @@ impl FencedStore {
 }
 
 impl RunStore for FencedStore {
-    fn directory(&self) -> Option<&std::path::Path> {
-        self.inner.directory()
-    }
-
     fn location(&self) -> &str {
         self.inner.location()
     }
@@ -157,6 +153,15 @@ impl RunStore for FencedStore {
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.fence.check()?;
         self.inner.delete(key)
+    }
+
+    fn get_file(&self, key: &str, path: &std::path::Path) -> Result<bool, StoreError> {
+        self.inner.get_file(key, path)
+    }
+
+    fn put_file(&self, key: &str, path: &std::path::Path) -> Result<Option<u64>, StoreError> {
+        self.fence.check()?;
+        self.inner.put_file(key, path)
     }
 
     fn list_after(&self, prefix: &str, after: Option<&str>) -> Result<Vec<String>, StoreError> {

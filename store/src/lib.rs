@@ -161,11 +161,47 @@ pub trait RunStore: Send + Sync + std::fmt::Debug {
     /// Gives the lease up, so that the next trainer need not wait for it to expire.
     fn release_lease(&self, lease: Lease) -> Result<(), StoreError>;
 
-    /// The directory whose files are this store's objects, each at its key's path, if the
-    /// store is one ([`LocalStore`]): a run there is its own cache, nothing is copied.
-    fn directory(&self) -> Option<&std::path::Path> {
-        None
+    /// Copies the object at `key` into the local file `path` (written whole, or not at all);
+    /// `Ok(false)` if there is none. A store whose objects are files finds its own file there
+    /// already (a run in a directory is its own cache) and links a file elsewhere instead of
+    /// copying it (an object is replaced, never rewritten in place, so a link is a copy).
+    fn get_file(&self, key: &str, path: &std::path::Path) -> Result<bool, StoreError> {
+        let Some(bytes) = self.get(key)? else {
+            return Ok(false);
+        };
+        write_local(path, &bytes)?;
+        Ok(true)
     }
+
+    /// Writes the object at `key` from the local file `path`; its length, or `None` if there
+    /// is no such file. A store whose objects are files has nothing to write when `path` is
+    /// its own file for `key`.
+    fn put_file(&self, key: &str, path: &std::path::Path) -> Result<Option<u64>, StoreError> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path: path.display().to_string(),
+                    source,
+                });
+            }
+        };
+        self.put(key, &bytes)?;
+        Ok(Some(bytes.len() as u64))
+    }
+}
+
+/// Writes `bytes` to the local file `path` atomically, creating its directory.
+pub fn write_local(path: &std::path::Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    cfzero_fsutil::write_file_atomically(path, bytes).map_err(io)
 }
 
 /// Checks that `key` is a relative `/`-separated path of plain names: no empty, `.` or `..`

@@ -1,7 +1,7 @@
-//! A run in a local or network-mounted directory: each key is a file under the root (today's
-//! run layout), writes go through a temporary file and a rename, create-if-absent through a
-//! hard link (atomic on local file systems and on NFS), the lease is an OS lock on
-//! `trainer.lock`.
+//! A run in a local or network-mounted directory: each key is a file under the root, writes
+//! go through a temporary file and a rename, create-if-absent through a hard link (atomic on
+//! local file systems and on NFS), the lease is an OS lock on `trainer.lock`. The directory is
+//! also the run's local copy: moving an object to or from its own file is nothing to do.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -46,6 +46,17 @@ impl LocalStore {
             path: path.display().to_string(),
             source,
         }
+    }
+
+    /// Whether `path` is the file of the object at `own` (the same path, however written).
+    fn is_own_file(own: &Path, path: &Path) -> bool {
+        if own == path {
+            return true;
+        }
+        let canonical_parent = |p: &Path| p.parent().and_then(|d| std::fs::canonicalize(d).ok());
+        own.file_name() == path.file_name()
+            && canonical_parent(own).is_some()
+            && canonical_parent(own) == canonical_parent(path)
     }
 
     fn make_parent(path: &Path) -> Result<(), StoreError> {
@@ -102,10 +113,6 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
 }
 
 impl RunStore for LocalStore {
-    fn directory(&self) -> Option<&Path> {
-        Some(&self.root)
-    }
-
     fn location(&self) -> &str {
         &self.location
     }
@@ -164,6 +171,51 @@ impl RunStore for LocalStore {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(Self::io(&path)(e)),
         }
+    }
+
+    fn get_file(&self, key: &str, path: &Path) -> Result<bool, StoreError> {
+        let own = self.path(key)?;
+        if Self::is_own_file(&own, path) {
+            return Ok(own.exists());
+        }
+        Self::make_parent(path)?;
+        // A link under a temporary name, renamed into place: readers of `path` see the whole
+        // file or none. A file system without links (or another one) gets a copy.
+        let tmp = temporary_path(path);
+        let made = match std::fs::hard_link(&own, &tmp) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(_) => std::fs::copy(&own, &tmp).map(|_| ()),
+        };
+        match made.and_then(|()| std::fs::rename(&tmp, path)) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    Ok(false)
+                } else {
+                    Err(Self::io(path)(e))
+                }
+            }
+        }
+    }
+
+    fn put_file(&self, key: &str, path: &Path) -> Result<Option<u64>, StoreError> {
+        let own = self.path(key)?;
+        if Self::is_own_file(&own, path) {
+            return match std::fs::metadata(path) {
+                Ok(m) => Ok(Some(m.len())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(Self::io(path)(e)),
+            };
+        }
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Self::io(path)(e)),
+        };
+        self.put(key, &bytes)?;
+        Ok(Some(bytes.len() as u64))
     }
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {

@@ -101,6 +101,14 @@ impl RunStore for RetryingStore {
         self.retried(&format!("deleting {key}"), || self.inner.delete(key))
     }
 
+    fn get_file(&self, key: &str, path: &std::path::Path) -> Result<bool, StoreError> {
+        self.retried(&format!("reading {key}"), || self.inner.get_file(key, path))
+    }
+
+    fn put_file(&self, key: &str, path: &std::path::Path) -> Result<Option<u64>, StoreError> {
+        self.retried(&format!("writing {key}"), || self.inner.put_file(key, path))
+    }
+
     fn list_after(&self, prefix: &str, after: Option<&str>) -> Result<Vec<String>, StoreError> {
         self.retried(&format!("listing {prefix}"), || {
             self.inner.list_after(prefix, after)
@@ -117,9 +125,5 @@ impl RunStore for RetryingStore {
 
     fn release_lease(&self, lease: Lease) -> Result<(), StoreError> {
         self.inner.release_lease(lease)
-    }
-
-    fn directory(&self) -> Option<&std::path::Path> {
-        self.inner.directory()
     }
 }

@@ -85,6 +85,25 @@ fn suite(store: &dyn RunStore) {
     store.delete("chunks/0001-w2").unwrap();
     assert_eq!(store.get("chunks/0001-w2").unwrap(), None);
 
+    // Objects to and from local files (elsewhere than a directory store's own files).
+    let local = tempfile::tempdir().unwrap();
+    let copy = local.path().join("cache/games/gen-0001/c.cfzg");
+    assert!(!store.get_file("chunks/0009-none", &copy).unwrap());
+    assert!(!copy.exists());
+    assert!(store.get_file("chunks/0002-w1", &copy).unwrap());
+    assert_eq!(std::fs::read(&copy).unwrap(), b"chunks/0002-w1");
+    // The object replaced afterwards leaves the copy as it was.
+    store.put("chunks/0002-w1", b"replaced").unwrap();
+    assert_eq!(std::fs::read(&copy).unwrap(), b"chunks/0002-w1");
+    let file = local.path().join("log.tsv");
+    assert_eq!(store.put_file("log.tsv", &file).unwrap(), None);
+    std::fs::write(&file, b"gen 1").unwrap();
+    assert_eq!(store.put_file("log.tsv", &file).unwrap(), Some(5));
+    assert_eq!(
+        store.get("log.tsv").unwrap().as_deref(),
+        Some(&b"gen 1"[..])
+    );
+
     // Bad keys are refused before any request.
     for bad in ["", "/abs", "a//b", "../up", "a/./b", "a\\b"] {
         let e = store.put(bad, b"x").unwrap_err();
@@ -126,8 +145,27 @@ fn a_local_directory_keeps_a_run() {
     let store = LocalStore::new(&dir.path().join("run"));
     suite(&store);
     lease_suite(&store, Duration::from_secs(60));
-    // The keys are the run directory's own files.
-    assert!(dir.path().join("run/nets/gen-0002.safetensors").is_file());
+    // The keys are the run directory's own files, and the directory is its own copy: moving
+    // an object to or from its own file is nothing to do, however the path is written.
+    let net = dir.path().join("run/nets/gen-0002.safetensors");
+    assert!(net.is_file());
+    assert!(store.get_file("nets/gen-0002.safetensors", &net).unwrap());
+    let roundabout = dir.path().join("run/nets/../nets/gen-0002.safetensors");
+    assert_eq!(
+        store
+            .put_file("nets/gen-0002.safetensors", &roundabout)
+            .unwrap(),
+        Some(1)
+    );
+    assert_eq!(std::fs::read(&net).unwrap(), b"a");
+    assert!(
+        !store
+            .get_file(
+                "nets/gen-0003.safetensors",
+                &dir.path().join("run/nets/gen-0003.safetensors")
+            )
+            .unwrap()
+    );
 }
 
 #[test]

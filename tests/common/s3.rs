@@ -1,5 +1,5 @@
 //! Helpers of the tests of runs on object storage: the binary against an S3 endpoint, its
-//! processes watched, and what the store holds.
+//! processes watched, and what a store (any: a directory too) holds.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -142,6 +142,47 @@ pub fn chunks(store: &dyn RunStore) -> Vec<(ChunkName, Vec<cfzero_selfplay::Game
             (name, games)
         })
         .collect()
+}
+
+/// Checks every chunk of games on `store`: each game replays as a game of the net of the
+/// generation before the chunk's ([`super::check_records`]), and the chunk's PGN holds exactly
+/// its games, in order. Returns the games of each of `workers` (a chunk of any other fails).
+pub fn check_chunks(
+    store: &dyn RunStore,
+    scratch: &Path,
+    workers: &[&str],
+    max_plies: u32,
+) -> Vec<usize> {
+    let pgn_keys = store.list_after("pgn", None).unwrap();
+    let mut games_of = vec![0usize; workers.len()];
+    for (name, games) in &chunks(store) {
+        let i = workers
+            .iter()
+            .position(|w| *w == name.worker)
+            .unwrap_or_else(|| panic!("chunk of {}", name.worker));
+        games_of[i] += games.len();
+        let dir = scratch.join(format!("{}-{}", name.worker, name.bundle));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (j, g) in games.iter().enumerate() {
+            cfzero_selfplay::record::write_records(
+                &dir.join(format!("g{j:03}.cfzg")),
+                std::slice::from_ref(g),
+            )
+            .unwrap();
+        }
+        let checked = super::check_records(&dir, name.generation - 1, max_plies);
+        let pgn_key = pgn_keys
+            .iter()
+            .find(|k| {
+                k.starts_with(&format!("pgn/gen-{:04}/", name.generation))
+                    && k.ends_with(&format!("/{}.pgn", name.stem()))
+            })
+            .unwrap_or_else(|| panic!("no PGN for {}", name.key()));
+        let pgn = dir.join("games.pgn");
+        std::fs::write(&pgn, store.get(pgn_key).unwrap().unwrap()).unwrap();
+        super::check_pgn(&pgn, &checked);
+    }
+    games_of
 }
 
 /// Every object of a run on `store` with its bytes and time: what a write would change.
