@@ -136,6 +136,7 @@ fn sample_record(plies: usize, start_fen: Option<&str>) -> GameRecord {
             played_q: 0.0,
             policy_q: 0.02,
             st: 0.0,
+            surprise: 0.5,
         });
         state.play(moves[ply % k]);
     }

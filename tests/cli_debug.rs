@@ -340,6 +340,7 @@ fn debug_targets_scores_each_value_against_the_results() {
         played_q: best_q,
         policy_q: best_q,
         st: 0.0,
+        surprise: 0.0,
     };
     // White wins: White's position (ply 0) has z = 1, Black's (ply 1) z = -1; ply 2 is not
     // trained on.

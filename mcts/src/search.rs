@@ -107,6 +107,11 @@ pub struct SearchResult<M> {
     /// The proven outcome of each root move for the side to move (`Win`: the move wins),
     /// `None` where unproven (always with the solver off).
     pub move_outcomes: Vec<Option<Terminal>>,
+    /// How far the search moved from the evaluator's policy: the Kullback-Leibler divergence
+    /// `sum(policy * ln(policy / prior))` of [`SearchResult::policy`] from the root's priors,
+    /// in nats. Large where the search found what the network missed (KataGo's policy
+    /// surprise).
+    pub prior_kl: f32,
     /// Simulations run (the root's own evaluation not counted).
     pub simulations: u32,
     /// Nodes in the tree.
@@ -520,6 +525,10 @@ impl<G: Game> Search<G> {
                         .map(|p| p.outcome.flip())
                 })
                 .collect(),
+            prior_kl: kl_divergence(
+                &self.policy,
+                self.tree.edges[range.clone()].iter().map(|e| e.prior),
+            ),
             simulations: self.simulations,
             nodes: self.tree.nodes.len(),
         }
@@ -617,4 +626,35 @@ fn scratch_leaf<'a, G: Game>(slot: &'a mut Option<Leaf<G>>, root: &G) -> &'a mut
 /// Completed Q of each edge in `range`: its Q if visited, else `unvisited`.
 fn range_q<M: Copy>(tree: &Tree<M>, range: std::ops::Range<usize>, unvisited: f32) -> Vec<f32> {
     range.map(|e| tree.edge_q(e).unwrap_or(unvisited)).collect()
+}
+
+/// `sum(p * ln(p / q))` over the moves where `p` is positive, in nats; a prior that rounds
+/// to zero counts as the smallest positive `f32`, so that the sum stays finite.
+fn kl_divergence(p: &[f32], q: impl Iterator<Item = f32>) -> f32 {
+    p.iter()
+        .zip(q)
+        .filter(|(p, _)| **p > 0.0)
+        .map(|(&p, q)| p * (p / q.max(f32::MIN_POSITIVE)).ln())
+        .sum::<f32>()
+        .max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kl_divergence;
+
+    #[test]
+    fn the_divergence_of_a_policy_from_its_prior_is_known_in_nats() {
+        let prior = [0.5, 0.25, 0.25];
+        assert_eq!(kl_divergence(&prior, prior.into_iter()), 0.0);
+        // All mass on the second move: ln(1 / 0.25).
+        let kl = kl_divergence(&[0.0, 1.0, 0.0], prior.into_iter());
+        assert!((kl - 4f32.ln()).abs() < 1e-6, "{kl}");
+        // Half on each of the last two: 2 * 0.5 * ln(0.5 / 0.25) = ln 2.
+        let kl = kl_divergence(&[0.0, 0.5, 0.5], prior.into_iter());
+        assert!((kl - 2f32.ln()).abs() < 1e-6, "{kl}");
+        // A prior of zero gives a large, finite surprise.
+        let kl = kl_divergence(&[1.0, 0.0], [0.0, 1.0].into_iter());
+        assert!(kl.is_finite() && kl > 80.0, "{kl}");
+    }
 }

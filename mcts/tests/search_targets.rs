@@ -44,7 +44,24 @@ fn a_mate_is_considered_and_carries_its_exact_value_even_with_one_considered_mov
             (result.policy_q, result.best_q, result.value),
             (1.0, 1.0, 1.0)
         );
+        // The policy moved from an even prior over 18 moves to (almost) the mate alone: a
+        // surprise close to ln 18, the most there is.
+        assert!(
+            result.prior_kl > 2.0 && result.prior_kl <= 18f32.ln() + 1e-4,
+            "seed {seed}: {}",
+            result.prior_kl
+        );
     }
+}
+
+#[test]
+fn a_search_that_finds_nothing_new_is_not_surprised() {
+    // Every value equal: the improved policy is the prior, and so no surprise.
+    let state = ChessState::new();
+    let mut search = Search::new(SearchConfig::default());
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let result = search.run(&state, 32, &UniformEvaluator, &mut rng).unwrap();
+    assert!(result.prior_kl.abs() < 1e-5, "{}", result.prior_kl);
 }
 
 #[test]

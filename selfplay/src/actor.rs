@@ -279,6 +279,7 @@ fn step_game(
         played_q,
         policy_q: res.policy_q,
         st: 0.0,
+        surprise: if full { res.prior_kl } else { 0.0 },
     });
 
     let mover = state.turn();
@@ -477,6 +478,7 @@ mod tests {
             q: vec![0.0; n],
             policy_q: 0.2,
             move_outcomes: vec![None; n],
+            prior_kl: 1.5,
             simulations: 16,
             nodes: 17,
         };
@@ -492,6 +494,7 @@ mod tests {
         let p = &slot.positions[0];
         assert_eq!((p.best_q, p.best_d, p.best, p.played), (0.3, 0.6, 3, 3));
         assert_eq!((p.root_q, p.root_d, p.policy_q), (-0.4, 0.4, 0.2));
+        assert_eq!(p.surprise, 1.5);
         // Within them a move is sampled from a policy that never picks the chosen one.
         let config = SelfplayConfig {
             temperature_plies: 100,
@@ -531,6 +534,8 @@ mod tests {
         let mut state = ChessState::new();
         let end = step_game(&config, &mut state, &mut slot, &hopeless, false, &mut rng);
         assert_eq!(end, None);
+        // Without a policy target a position has no surprise to weigh.
+        assert_eq!(slot.positions[0].surprise, 0.0);
         assert!(slot.resign.score(Color::White).is_infinite());
         let mut state = ChessState::new();
         let end = step_game(&config, &mut state, &mut slot, &hopeless, true, &mut rng);

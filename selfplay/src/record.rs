@@ -22,8 +22,9 @@ pub const RECORD_MAGIC: [u8; 4] = *b"CFZG";
 /// Format version written by this code. Version 2 added [`PositionRecord::policy_q`];
 /// version 1 files (runs started before it) are still read, with `policy_q = best_q`.
 /// Version 3 added [`PositionRecord::best_d`] and [`PositionRecord::best`]; older files are
-/// read with `best_d = root_d` and `best = played`.
-pub const RECORD_VERSION: u8 = 3;
+/// read with `best_d = root_d` and `best = played`. Version 4 added
+/// [`PositionRecord::surprise`]; older files are read with 0 (no position stands out).
+pub const RECORD_VERSION: u8 = 4;
 /// The oldest version readers accept.
 pub const OLDEST_RECORD_VERSION: u8 = 1;
 /// File extension of record files.
@@ -38,7 +39,7 @@ const MAX_PAYLOAD: usize = 1 << 30;
 const MIN_GAME_BYTES: usize = 2 + 1 + 1 + 4 + 4;
 /// The fewest payload bytes a position of a version-1 file takes (no policy): played move,
 /// policy length and six 16-bit values; version 2 adds a seventh, version 3 an eighth and
-/// a byte.
+/// a byte, version 4 a ninth.
 const MIN_POSITION_BYTES_V1: usize = 1 + 1 + 6 * 2;
 /// Payload bytes expected per compressed byte when the buffer is first reserved: it grows
 /// as the data really decompresses, so a header that lies costs nothing.
@@ -106,6 +107,11 @@ pub struct PositionRecord {
     pub policy_q: f32,
     /// Short-term value target (see [`crate::targets::short_term_targets`]).
     pub st: f32,
+    /// How far the search's policy moved from the network's: the Kullback-Leibler divergence
+    /// of the improved policy from the prior, in nats ([`cfzero_mcts::SearchResult`]'s
+    /// `prior_kl`); 0 for a position without a policy target. The window draws surprising
+    /// positions more often when `[window] surprise_share` says so.
+    pub surprise: f32,
 }
 
 impl PositionRecord {
@@ -148,6 +154,15 @@ pub fn quantize_probability(p: f32) -> u16 {
     u16p(p)
 }
 
+/// Steps of a stored surprise per nat: a resolution far finer than any weighting needs, up
+/// to 64 nats (a policy target that puts all its mass on a move of prior 1e-28).
+const SURPRISE_SCALE: f32 = 1024.0;
+
+/// A surprise in nats as stored: non-negative, clamped to what a `u16` holds.
+fn surprise16(nats: f32) -> u16 {
+    (nats.max(0.0) * SURPRISE_SCALE).round().min(65535.0) as u16
+}
+
 /// The probability a stored `u16` stands for.
 pub fn dequantize_probability(q: u16) -> f32 {
     f32::from(q) / 65535.0
@@ -176,6 +191,7 @@ fn encode_game(game: &GameRecord, out: &mut Vec<u8>) {
         }
         out.extend_from_slice(&u16p(p.best_d).to_le_bytes());
         out.push(p.best);
+        out.extend_from_slice(&surprise16(p.surprise).to_le_bytes());
     }
 }
 
@@ -248,8 +264,10 @@ fn decode_game(c: &mut Cursor<'_>, version: u8) -> Result<GameRecord, String> {
     // Bounded by what the remaining bytes can hold, not by their count: a position takes
     // at least 14 bytes but is about 60 in memory, so the looser bound lets a small file
     // request gigabytes.
-    let min_position =
-        MIN_POSITION_BYTES_V1 + if version >= 2 { 2 } else { 0 } + if version >= 3 { 3 } else { 0 };
+    let min_position = MIN_POSITION_BYTES_V1
+        + if version >= 2 { 2 } else { 0 }
+        + if version >= 3 { 3 } else { 0 }
+        + if version >= 4 { 2 } else { 0 };
     let room = c.remaining() / min_position;
     if n > room {
         return Err(format!(
@@ -277,6 +295,11 @@ fn decode_game(c: &mut Cursor<'_>, version: u8) -> Result<GameRecord, String> {
         } else {
             (root_d, played)
         };
+        let surprise = if version >= 4 {
+            f32::from(c.u16()?) / SURPRISE_SCALE
+        } else {
+            0.0
+        };
         positions.push(PositionRecord {
             played,
             policy,
@@ -289,6 +312,7 @@ fn decode_game(c: &mut Cursor<'_>, version: u8) -> Result<GameRecord, String> {
             played_q,
             policy_q,
             st,
+            surprise,
         });
     }
     Ok(GameRecord {

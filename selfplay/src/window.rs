@@ -1,4 +1,5 @@
-//! The replay window: the most recent games' trainable positions, sampled uniformly.
+//! The replay window: the most recent games' trainable positions, sampled uniformly (or,
+//! within a game, partly by how much the search's policy surprised the network).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,11 @@ pub struct WindowConfig {
     pub validation_share: f64,
     /// The most trainable positions of held-out games kept (the newest).
     pub validation_positions: usize,
+    /// KataGo's policy-surprise weighting: this share of each training game's sampling
+    /// weight goes to its positions in proportion to their surprise
+    /// ([`crate::record::PositionRecord::surprise`]), the rest evenly; a game is still drawn
+    /// as often as its number of positions says. 0 draws every position alike.
+    pub surprise_share: f64,
 }
 
 impl Default for WindowConfig {
@@ -47,6 +53,7 @@ impl Default for WindowConfig {
             beta: 0.4,
             validation_share: 0.05,
             validation_positions: 20_000,
+            surprise_share: 0.0,
         }
     }
 }
@@ -74,6 +81,7 @@ impl WindowConfig {
                 format!("must be in [0, 1) (got {})", self.validation_share),
             ));
         }
+        InvalidSetting::in_range("surprise_share", self.surprise_share, 0.0, false, 1.0)?;
         Ok(())
     }
 
@@ -90,36 +98,51 @@ impl WindowConfig {
     }
 }
 
-/// Games in a window, oldest first, with the counts that make uniform sampling cheap.
+/// Games in a window, oldest first, with the counts that make sampling cheap.
 #[derive(Debug, Default)]
 struct GameQueue {
     games: VecDeque<Arc<GameRecord>>,
     /// Trainable positions of each game in `games`, and their total.
     trainable: VecDeque<usize>,
+    /// Each game's cumulative sampling weights of its trainable positions, in ply order,
+    /// ending at its count of them ([`surprise_weights`]); empty where they are even.
+    weights: VecDeque<Box<[f32]>>,
     positions: usize,
 }
 
 impl GameQueue {
-    /// Adds a game with `n` trainable positions, then drops the oldest games while the
-    /// others hold at least `limit` positions (one game always stays).
-    fn push(&mut self, game: Arc<GameRecord>, n: usize, limit: usize) {
+    /// Adds a game with `n` trainable positions, its positions weighted by a share
+    /// `surprise_share` of surprise, then drops the oldest games while the others hold at
+    /// least `limit` positions (one game always stays).
+    fn push(&mut self, game: Arc<GameRecord>, n: usize, limit: usize, surprise_share: f64) {
         self.positions += n;
+        self.weights
+            .push_back(surprise_weights(&game, surprise_share));
         self.games.push_back(game);
         self.trainable.push_back(n);
         while self.games.len() > 1 && self.positions - self.trainable[0] >= limit.max(1) {
             self.positions -= self.trainable.pop_front().expect("non-empty");
             self.games.pop_front();
+            self.weights.pop_front();
         }
     }
 
-    /// A uniformly drawn trainable position: the game and the ply. `None` when empty.
+    /// A drawn trainable position: the game and the ply. A game is drawn in proportion to
+    /// its trainable positions, a position of it evenly or by its weights. `None` when
+    /// empty.
     fn sample(&self, rng: &mut impl Rng) -> Option<(Arc<GameRecord>, usize)> {
         if self.positions == 0 {
             return None;
         }
         let mut k = rng.random_range(0..self.positions);
-        for (game, &n) in self.games.iter().zip(&self.trainable) {
+        for ((game, &n), weights) in self.games.iter().zip(&self.trainable).zip(&self.weights) {
             if k < n {
+                if !weights.is_empty() {
+                    // A point in [0, n) whose integer part is k; the weights cut [0, n) into
+                    // one interval a position.
+                    let at = k as f32 + rng.random::<f32>();
+                    k = weights.partition_point(|&w| w <= at).min(n - 1);
+                }
                 let ply = game
                     .positions
                     .iter()
@@ -133,6 +156,32 @@ impl GameQueue {
         }
         None
     }
+}
+
+/// The cumulative sampling weights of a game's trainable positions in ply order, summing
+/// to their count: `1 - share` each, plus `share` times its surprise over the game's mean
+/// surprise (KataGo's policy-surprise weighting, within a game). Empty (even weights) for a
+/// share of 0 or a game whose positions surprised nothing.
+fn surprise_weights(game: &GameRecord, share: f64) -> Box<[f32]> {
+    let surprises: Vec<f64> = game
+        .positions
+        .iter()
+        .filter(|p| p.is_trainable())
+        .map(|p| f64::from(p.surprise.max(0.0)))
+        .collect();
+    let total: f64 = surprises.iter().sum();
+    if share <= 0.0 || total <= 0.0 || !total.is_finite() {
+        return Box::default();
+    }
+    let mean = total / surprises.len() as f64;
+    let mut sum = 0.0;
+    surprises
+        .iter()
+        .map(|s| {
+            sum += (1.0 - share) + share * s / mean;
+            sum as f32
+        })
+        .collect()
 }
 
 /// The training games of the window and the held-out validation games.
@@ -190,13 +239,14 @@ impl ReplayWindow {
         self.added += 1;
         if ((i + 1.0) * share).floor() > (i * share).floor() {
             let limit = self.config.validation_positions;
-            self.validation.push(game, n, limit);
+            // Held-out games measure the net on positions as they come: evenly.
+            self.validation.push(game, n, limit, 0.0);
             return true;
         }
         self.seen += n;
         let limit = self.config.size_after(self.seen);
         // One game always stays, so there is something to sample once anything was added.
-        self.train.push(game, n, limit);
+        self.train.push(game, n, limit, self.config.surprise_share);
         false
     }
 
@@ -373,8 +423,93 @@ pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 
 #[cfg(test)]
 mod tests {
-    use super::natural_cmp;
+    use super::{ReplayWindow, WindowConfig, natural_cmp};
+    use crate::record::{GameRecord, PositionRecord};
+    use crate::{GameResult, Termination};
+    use rand::SeedableRng;
     use std::cmp::Ordering;
+    use std::sync::Arc;
+
+    /// A game whose plies have these surprises (`None`: no policy target).
+    fn game(surprises: &[Option<f32>]) -> Arc<GameRecord> {
+        let positions = surprises
+            .iter()
+            .map(|s| PositionRecord {
+                policy: if s.is_some() { vec![65535] } else { Vec::new() },
+                surprise: s.unwrap_or(0.0),
+                ..PositionRecord::default()
+            })
+            .collect();
+        Arc::new(GameRecord {
+            start_fen: None,
+            result: GameResult::Draw,
+            termination: Termination::MAX_PLIES,
+            generation: 1,
+            positions,
+        })
+    }
+
+    /// How often each (game, ply) is drawn from a window of `games` in `draws` draws.
+    fn shares(games: &[Arc<GameRecord>], surprise_share: f64, draws: usize) -> Vec<Vec<f64>> {
+        let mut window = ReplayWindow::new(WindowConfig {
+            validation_share: 0.0,
+            surprise_share,
+            ..WindowConfig::default()
+        });
+        for g in games {
+            window.add(g.clone());
+        }
+        let mut counts: Vec<Vec<f64>> =
+            games.iter().map(|g| vec![0.0; g.positions.len()]).collect();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..draws {
+            let (g, ply) = window.sample(&mut rng).unwrap();
+            let i = games.iter().position(|x| Arc::ptr_eq(x, &g)).unwrap();
+            counts[i][ply] += 1.0 / draws as f64;
+        }
+        counts
+    }
+
+    fn assert_near(got: &[f64], want: &[f64]) {
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 0.01, "{got:?} against {want:?}");
+        }
+    }
+
+    #[test]
+    fn surprising_positions_are_drawn_more_and_each_game_as_often_as_before() {
+        // Surprises 0, 0 and 3 on the trainable plies 0, 2 and 3 (mean 1); a second game
+        // whose two positions surprised nothing.
+        let a = game(&[Some(0.0), None, Some(0.0), Some(3.0)]);
+        let b = game(&[Some(0.0), Some(0.0)]);
+        let games = [a, b];
+        // Evenly: each of the five trainable positions a fifth of the time.
+        let even = shares(&games, 0.0, 100_000);
+        assert_near(&even[0], &[0.2, 0.0, 0.2, 0.2]);
+        assert_near(&even[1], &[0.2, 0.2]);
+        // Half by surprise: weights 0.5, 0.5 and 2 within the first game, which is still
+        // drawn three fifths of the time; the second game is as it was.
+        let half = shares(&games, 0.5, 100_000);
+        assert_near(&half[0], &[0.1, 0.0, 0.1, 0.4]);
+        assert_near(&half[1], &[0.2, 0.2]);
+        // All by surprise: the first game's draws all go to its surprising position.
+        let all = shares(&games, 1.0, 100_000);
+        assert_near(&all[0], &[0.0, 0.0, 0.0, 0.6]);
+        assert_near(&all[1], &[0.2, 0.2]);
+        assert_eq!(all[0][0], 0.0);
+    }
+
+    #[test]
+    fn a_surprise_share_outside_zero_to_one_is_refused() {
+        for bad in [-0.1, 1.5, f64::NAN] {
+            let config = WindowConfig {
+                surprise_share: bad,
+                ..WindowConfig::default()
+            };
+            let err = config.validate().unwrap_err().to_string();
+            assert!(err.contains("surprise_share"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn numbers_compare_by_value() {

@@ -96,6 +96,7 @@ fn small_hostile_files_never_request_large_allocations() {
             played_q: 0.0,
             policy_q: 0.0,
             st: 0.0,
+            surprise: 0.0,
         }],
     };
     let good = encode_records(std::slice::from_ref(&game));

@@ -27,6 +27,8 @@ fn position(played: u8, legal: usize, trainable: bool, q: f32) -> PositionRecord
         played_q: v(0.25),
         policy_q: v(q * 0.6),
         st: v(-0.75),
+        // A multiple of 1/1024 nat: stored exactly.
+        surprise: if trainable { 0.75 } else { 0.0 },
     }
 }
 
@@ -167,6 +169,7 @@ fn directory_scan_skips_torn_and_corrupt_files() {
         beta: 0.4,
         validation_share: 0.0,
         validation_positions: 0,
+        surprise_share: 0.0,
     });
     let (added, skipped) = window.load_new_files(dir.path()).unwrap();
     assert_eq!(added, 2 * games.len(), "the intact files' games");
@@ -251,11 +254,12 @@ fn version_1_records_of_older_runs_still_read() {
         assert_eq!(new.generation, old.generation);
         for (a, b) in old.positions.iter().zip(&new.positions) {
             // Everything version 1 stored comes back; policy_q falls back to best_q, best_d
-            // to root_d and the chosen move to the played one.
+            // to root_d, the chosen move to the played one and the surprise to none.
             let expected = PositionRecord {
                 policy_q: a.best_q,
                 best_d: a.root_d,
                 best: a.played,
+                surprise: 0.0,
                 ..a.clone()
             };
             assert_eq!(b, &expected);
@@ -297,6 +301,7 @@ fn a_record_that_does_not_replay_is_quarantined_as_it_enters_the_window() {
         beta: 0.4,
         validation_share: 0.0,
         validation_positions: 0,
+        surprise_share: 0.0,
     });
     let (added, skipped) = window.load_new_files(dir.path()).unwrap();
     assert_eq!(added, games.len(), "only the good file's games");
@@ -321,6 +326,7 @@ fn a_record_that_does_not_replay_is_quarantined_as_it_enters_the_window() {
         beta: 0.4,
         validation_share: 0.0,
         validation_positions: 0,
+        surprise_share: 0.0,
     });
     let (added, skipped) = fresh.load_new_files(dir.path()).unwrap();
     assert_eq!((added, skipped.len()), (games.len(), 0));

@@ -62,6 +62,9 @@ pub struct SelfplaySummary {
     pub inference: StatsSnapshot,
     /// Bytes written to record files.
     pub record_bytes: u64,
+    /// The policy surprise of the positions searched with the full budget, summed (their
+    /// mean goes to TensorBoard): how far the search moves from the net's policy.
+    pub surprise: f64,
 }
 
 /// `N games, L plies, R pos/s, batch B, W/D/L w/d/l`, the self-play part of a summary line.
@@ -397,6 +400,12 @@ pub fn play(
                 .iter()
                 .filter(|p| p.is_trainable())
                 .count() as u64;
+            summary.surprise += game
+                .record
+                .positions
+                .iter()
+                .map(|p| f64::from(p.surprise))
+                .sum::<f64>();
             summary.results[match game.record.result {
                 GameResult::WhiteWin => 0,
                 GameResult::Draw => 1,

@@ -702,6 +702,13 @@ impl Session {
         tb.scalar("selfplay/nodes_per_second", g, sp.simulations as f64 / secs)?;
         tb.scalar("selfplay/avg_batch", g, sp.inference.average_batch())?;
         tb.scalar("selfplay/inference_busy", g, sp.inference.busy_share(secs))?;
+        if sp.training_positions > 0 {
+            tb.scalar(
+                "selfplay/policy_surprise",
+                g,
+                sp.surprise / sp.training_positions as f64,
+            )?;
+        }
         if sp.positions > 0 {
             tb.scalar(
                 "selfplay/bytes_per_position",

@@ -17,32 +17,10 @@ use cfzero_eval::uci_client::{UciClientError, UciEngine, UciLimit};
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Move, Position};
 
+pub use cfzero_labels::Method;
+
 use crate::info::parse_info;
 use crate::score::MoveValue;
-
-/// How the values of the legal moves are obtained (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Method {
-    /// One search with `MultiPV` = the number of legal moves.
-    MultiPv,
-    /// One `go searchmoves` per legal move.
-    SearchMoves,
-}
-
-impl std::str::FromStr for Method {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Method, String> {
-        match s {
-            "multipv" | "multi_pv" => Ok(Method::MultiPv),
-            "searchmoves" | "search_moves" => Ok(Method::SearchMoves),
-            _ => Err(format!(
-                "`{s}` is no way to get action values: write multipv or searchmoves"
-            )),
-        }
-    }
-}
 
 /// An engine's values of a position's legal moves.
 #[derive(Debug, Clone, PartialEq)]

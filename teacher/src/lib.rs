@@ -5,8 +5,8 @@
 //! - [`info`]: the `info` lines an engine prints while it searches;
 //! - [`analysis`]: one position's action values, by MultiPV over every legal move or by one
 //!   `go searchmoves` per move;
-//! - [`label_file`]: compact, checksummed, append-only files of labels that a killed
-//!   labelling run resumes without losing or repeating a label;
+//! - [`label_file`]: the label files (`cfzero-labels`, re-exported), compact, checksummed and
+//!   append-only, that a killed labelling run resumes without losing or repeating a label;
 //! - [`pool`]: engine processes that label positions in parallel and are restarted when one
 //!   hangs, dies or answers garbage.
 //!
@@ -14,13 +14,13 @@
 
 pub mod analysis;
 pub mod info;
-pub mod label_file;
 pub mod pool;
 pub mod score;
 
 pub use analysis::{Analysis, AnalysisError, Analyst, Method};
 pub use cfzero_eval::uci_client::UciLimit;
-pub use label_file::{
+pub use cfzero_labels::label_file;
+pub use cfzero_labels::{
     ActionValues, GameHistory, Label, LabelEntry, LabelFileError, LabelHeader, LabelHistory,
     LabelMove, LabelReader, LabelWriter, Resumed,
 };

@@ -24,6 +24,7 @@ fn window_config() -> WindowConfig {
         beta: 0.4,
         validation_share: 0.0,
         validation_positions: 0,
+        surprise_share: 0.0,
     }
 }
 

@@ -5,11 +5,11 @@
 //! position are counted and left out.
 
 use cfzero_chess::{ChessState, HistoryFill};
-use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
-use cfzero_teacher::label_file::{
+use cfzero_labels::label_file::{
     GameHistory, Label, LabelEntry, LabelHeader, LabelHistory, LabelMove, LabelWriter,
 };
-use cfzero_teacher::{ActionValues, Method};
+use cfzero_labels::{ActionValues, Method};
+use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
 use cfzero_trainer::sample::{HostBatch, SampleScratch, TargetOptions};
 use cfzero_trainer::source::teacher::{DEFAULT_TEMPERATURE, TeacherLimits, TeacherSource};
 use cfzero_trainer::{SampleSource, Split};
@@ -229,7 +229,7 @@ fn plies_left_and_the_validation_share() {
 /// `window`.
 #[test]
 fn a_file_of_held_out_games_never_reaches_a_training_batch() {
-    use cfzero_teacher::label_file::LabelSplit;
+    use cfzero_labels::label_file::LabelSplit;
     let dir = tempfile::tempdir().unwrap();
     // Trained on: K+Q against K, plies left 0..10 (the newest 4 kept); held out: a position
     // of its own, plies left 100..105.

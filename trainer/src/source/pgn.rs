@@ -119,6 +119,7 @@ pub fn read_games(
         beta: 0.4,
         validation_share: limits.validation_share.clamp(0.0, 1.0),
         validation_positions: cap,
+        surprise_share: 0.0,
     });
     let (games, stats) = parse_games(reader, filters, cap)?;
     for game in games {
@@ -275,6 +276,8 @@ impl Visitor for RecordBuilder {
             played_q: 0.0,
             policy_q: 0.0,
             st: 0.0,
+            // A game's moves are one-hot targets of no search: nothing to weigh.
+            surprise: 0.0,
         });
         m.state.play(mv);
         ControlFlow::Continue(())

@@ -24,10 +24,10 @@ use std::sync::RwLock;
 use rand_chacha::ChaCha8Rng;
 
 use cfzero_chess::{ChessState, HistoryFill};
-use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
-use cfzero_teacher::label_file::{
+use cfzero_labels::label_file::{
     Label, LabelEntry, LabelFileError, LabelHistory, LabelReader, LabelSplit,
 };
+use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
 use shakmaty::Position as _;
 
 use super::held::{HeldSets, held_out};

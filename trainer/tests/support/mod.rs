@@ -50,6 +50,7 @@ pub fn random_game(seed: u64, max_plies: usize) -> GameRecord {
             played_q: value(),
             policy_q: value(),
             st: value(),
+            surprise: 0.0,
         });
         state.play(legal[played]);
     }

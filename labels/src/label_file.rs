@@ -35,7 +35,7 @@ use cfzero_chess::{ChessState, HISTORY_STEPS, HistoryFill};
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Move, Role, Square};
 
-use crate::analysis::Method;
+use crate::Method;
 
 /// The first bytes of a label file.
 pub const MAGIC: &[u8; 8] = b"CFZLBL01";
@@ -85,7 +85,7 @@ pub enum LabelSplit {
 #[serde(rename_all = "snake_case")]
 pub enum ActionValues {
     /// The win probability of the move's score by Lichess's formula, ChessBench's action
-    /// value ([`crate::MoveValue::action_value`]); what cfzero writes.
+    /// value (`cfzero_teacher::MoveValue::action_value`); what cfzero writes.
     Centipawns,
     /// The expected score `W + D/2` of the engine's W/D/L where it reported one (else the
     /// formula): files written by older versions. Flat over every move of a won or lost
