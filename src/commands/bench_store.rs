@@ -29,7 +29,10 @@ use crate::user_bail;
 #[derive(Debug, Args)]
 pub struct StoreBenchArgs {
     /// Where to write: a directory or an object store URL (`s3://BUCKET/PREFIX`, with
-    /// `AWS_ENDPOINT_URL` for MinIO or a local S3 server) that holds no chunks yet.
+    /// `AWS_ENDPOINT_URL` for MinIO or a local S3 server) that holds no chunks yet;
+    /// `memory://bench` for the trainer's own costs on a store that answers at once and lists
+    /// after a key as S3 does (a million chunks fill it in seconds, where a local S3 server
+    /// lists every key it holds for each request).
     #[arg(long)]
     pub store: String,
     /// Simulated workers, one thread each.
@@ -98,6 +101,9 @@ struct Ingest {
     /// Heads read by the sweeps.
     head_reads: u64,
     max_sweep_seconds: f64,
+    /// What the trainer keeps of its ingest at the end: its cursor, serialised (as it is
+    /// published under `state/`).
+    cursor_bytes: usize,
 }
 
 /// Listing requests of a listing that returned `keys` keys: S3 answers 1,000 a page.
@@ -164,14 +170,16 @@ fn trainer(
         ingest.busy_seconds += took;
         ingest.max_poll_seconds = ingest.max_poll_seconds.max(took);
         if last {
+            ingest.cursor_bytes = serde_json::to_vec(&cursor)?.len();
             return Ok(ingest);
         }
         std::thread::sleep(poll.saturating_sub(started.elapsed()));
     }
 }
 
-/// Writes `n` one-byte chunks of `streams` earlier streams (a day old, with their heads) and
-/// returns a cursor that consumed them all, as a long run's trainer holds; 8 threads write.
+/// Writes `n` one-byte chunks of `streams` earlier streams (named `rate` a second, ending a
+/// minute ago, with their heads) and returns a cursor that consumed them all, as a long run's
+/// trainer holds; 8 threads write.
 fn fill(
     store: &Arc<dyn RunStore>,
     n: usize,
@@ -409,6 +417,7 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
         "list_requests_per_minute": (ingest.list_requests + ingest.sweep_list_requests) as f64 * 60.0 / upload_seconds,
         "head_reads": ingest.head_reads,
         "max_sweep_seconds": ingest.max_sweep_seconds,
+        "trainer_cursor_bytes": ingest.cursor_bytes,
         "trainer_busy_share": ingest.busy_seconds / upload_seconds,
         "capacity_chunks_per_s": capacity,
         "capacity_positions_per_s": capacity * positions_per_chunk,
@@ -453,9 +462,10 @@ pub fn run(args: &StoreBenchArgs) -> Result<()> {
         restart.seconds
     );
     println!(
-        "capacity: {capacity:.1} chunks/s = {:.0} positions/s = {:.1} MB/s of one trainer's busy time",
+        "capacity: {capacity:.1} chunks/s = {:.0} positions/s = {:.1} MB/s of one trainer's busy time; its cursor {:.1} kB",
         capacity * positions_per_chunk,
-        report["capacity_mb_per_s"].as_f64().unwrap_or(0.0)
+        report["capacity_mb_per_s"].as_f64().unwrap_or(0.0),
+        ingest.cursor_bytes as f64 / 1e3
     );
     if ingest.chunks != up {
         user_bail!("the trainer ingested {} of {up} chunks", ingest.chunks);

@@ -123,6 +123,10 @@ pub struct StoredRun {
     own_stream: std::sync::Mutex<Option<(u32, u64)>>,
     /// The heads of this process's own streams.
     heads: std::sync::Mutex<cfzero_store::heads::HeadWriter>,
+    /// The generation directories a prune walked and left as they were (every file one the
+    /// store keeps, as in a run directory), with their modification times then: a directory
+    /// unchanged since is not walked again, so a prune costs what changed, not the run.
+    pruned: std::sync::Mutex<std::collections::HashMap<PathBuf, std::time::SystemTime>>,
 }
 
 impl StoredRun {
@@ -136,6 +140,7 @@ impl StoredRun {
             uploaded: Default::default(),
             own_stream: Default::default(),
             heads: Default::default(),
+            pruned: Default::default(),
         }
     }
 
@@ -406,22 +411,44 @@ impl StoredRun {
     /// removed.
     pub fn prune_games_before(&self, g: u32) -> Result<usize> {
         let mut removed = 0;
+        let mut pruned = self.pruned.lock().unwrap_or_else(|e| e.into_inner());
         for dir in self.generation_dirs("games", g) {
+            let modified = std::fs::metadata(&dir).and_then(|m| m.modified()).ok();
+            if modified.is_some() && pruned.get(&dir) == modified.as_ref() {
+                continue;
+            }
             let held: std::collections::HashSet<String> = self
                 .store
                 .list_after(&self.key_of(&dir)?, None)?
                 .into_iter()
                 .collect();
-            for path in files_under(&dir) {
+            let files = files_under(&dir);
+            let flat = files.iter().all(|f| f.parent() == Some(dir.as_path()));
+            let mut removed_here = 0;
+            for path in files {
                 let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("");
                 let copy = is_chunk_copy(name) || is_own_games(name);
                 if copy && !held.contains(&self.key_of(&path)?) {
                     remove_file(&path)?;
-                    removed += 1;
+                    removed_here += 1;
                 }
             }
+            removed += removed_here;
             // Gone once empty.
-            let _ = std::fs::remove_dir(&dir);
+            if std::fs::remove_dir(&dir).is_ok() {
+                pruned.remove(&dir);
+                continue;
+            }
+            // Remembered only when nothing changed it for a second: a file added in the
+            // same tick of a coarse file-system clock would otherwise leave the time as it
+            // was. A file added below a subdirectory does not touch the directory's time.
+            if let Some(time) = modified
+                && removed_here == 0
+                && flat
+                && time.elapsed().is_ok_and(|age| age > Duration::from_secs(1))
+            {
+                pruned.insert(dir, time);
+            }
         }
         Ok(removed)
     }
@@ -928,6 +955,49 @@ mod tests {
             files_under(&store_dir.path().join("games/gen-0002")).len(),
             4
         );
+    }
+
+    #[test]
+    fn a_prune_walks_a_generation_again_only_once_it_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let local: Arc<dyn RunStore> = Arc::new(cfzero_store::LocalStore::new(dir.path()));
+        let counted = Arc::new(cfzero_store::CountingStore::new(local));
+        let run = StoredRun::new(counted.clone(), dir.path());
+        let gens = ["games/gen-0001", "games/gen-0002", "games/gen-0003"];
+        // Settled a minute ago, as a long run's old generations are.
+        let settle = |d: &Path| {
+            std::fs::File::open(d)
+                .unwrap()
+                .set_modified(std::time::SystemTime::now() - Duration::from_secs(60))
+                .unwrap();
+        };
+        for d in gens {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+            std::fs::write(dir.path().join(d).join("w1-i1s1.cfzg"), b"x").unwrap();
+            settle(&dir.path().join(d));
+        }
+        let lists = || counted.counts().lists;
+        // The first prune walks the two old generations and keeps everything: the run
+        // directory holds its own games.
+        assert_eq!(run.prune_games_before(3).unwrap(), 0);
+        assert_eq!(lists(), 2);
+        // Nothing changed: nothing walked.
+        assert_eq!(run.prune_games_before(3).unwrap(), 0);
+        assert_eq!(lists(), 2);
+        // A late chunk lands in generation 1 (held by the store: it stays), and generation 3
+        // leaves the window: those two are walked, generation 2 is not.
+        std::fs::write(dir.path().join("games/gen-0001/w2-i1s1.cfzg"), b"x").unwrap();
+        assert_eq!(run.prune_games_before(4).unwrap(), 0);
+        assert_eq!(lists(), 4);
+        assert_eq!(files_under(&dir.path().join("games/gen-0001")).len(), 2);
+        // Generation 1 changed less than a second ago: walked again until it settles.
+        assert_eq!(run.prune_games_before(4).unwrap(), 0);
+        assert_eq!(lists(), 5);
+        settle(&dir.path().join("games/gen-0001"));
+        run.prune_games_before(4).unwrap();
+        assert_eq!(lists(), 6);
+        run.prune_games_before(4).unwrap();
+        assert_eq!(lists(), 6);
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod heads;
 mod lease;
 pub mod local;
 pub mod location;
+pub mod memory;
 pub mod object;
 pub mod retry;
 
@@ -35,6 +36,7 @@ pub use fence::{Fence, FencedStore};
 pub use lease::Lease;
 pub use local::LocalStore;
 pub use location::RunLocation;
+pub use memory::IndexedMemory;
 pub use object::ObjectRunStore;
 pub use retry::{RETRY_BUDGET, RetryingStore};
 

@@ -16,7 +16,7 @@ pub enum RunLocation {
 }
 
 /// URL schemes of object storage, as `object_store` reads them, and `memory`: a store in
-/// the process's memory (`object_store`'s `InMemory`), which one process fills and forgets at
+/// the process's memory ([`crate::IndexedMemory`]), which one process fills and forgets at
 /// its exit: for tests and trials of the code path of object storage without a server.
 const OBJECT_SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "adl", "azure", "abfss", "memory"];
 

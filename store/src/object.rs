@@ -144,7 +144,7 @@ fn client(url: &Url) -> object_store::Result<Arc<dyn ObjectStore>> {
             Arc::new(b.build()?)
         }
         // Nothing to configure: a new, empty store of this process.
-        "memory" => Arc::new(object_store::memory::InMemory::new()),
+        "memory" => Arc::new(crate::memory::IndexedMemory::new()),
         "gs" => Arc::new(
             GoogleCloudStorageBuilder::from_env()
                 .with_url(url.as_str())

@@ -180,6 +180,17 @@ fn object_storage_in_memory_keeps_a_run() {
 }
 
 #[test]
+fn object_storage_in_indexed_memory_keeps_a_run() {
+    let store = ObjectRunStore::with_client(
+        Arc::new(cfzero_store::IndexedMemory::new()),
+        "runs/x",
+        "memory://runs/x",
+    );
+    suite(&store);
+    lease_suite(&store, Duration::from_secs(60));
+}
+
+#[test]
 fn an_s3_server_keeps_a_run() {
     let server = S3Server::start();
     let store = server.store("suite", "runs/x");
