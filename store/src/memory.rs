@@ -28,6 +28,12 @@ fn insert(index: &Index, key: &Path) {
         .insert(key.clone());
 }
 
+/// Whether `key` lies under `prefix` (not the prefix itself), as a listing counts it.
+fn under(key: &Path, prefix: &Path) -> bool {
+    key.prefix_match(prefix)
+        .is_some_and(|mut rest| rest.next().is_some())
+}
+
 /// `InMemory` with its keys in order: every write that lands adds its key, every delete
 /// removes it, and [`ObjectStore::list_with_offset`] reads the keys after the offset alone.
 #[derive(Debug, Default)]
@@ -139,10 +145,11 @@ impl ObjectStore for IndexedMemory {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .range((Bound::Excluded(offset), Bound::Unbounded))
-            .filter(|k| {
-                k.prefix_match(prefix)
-                    .is_some_and(|mut rest| rest.next().is_some())
-            })
+            // The keys under the prefix are contiguous in order: the walk stops at the first
+            // key past them, so the keys of later prefixes (a run's PGN after its chunks) are
+            // never read.
+            .skip_while(|k| !under(k, prefix))
+            .take_while(|k| under(k, prefix))
             .cloned()
             .collect();
         let inner = self.inner.clone();
