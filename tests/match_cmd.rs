@@ -215,6 +215,53 @@ fn bad_input_is_a_one_line_error_with_exit_code_2() {
 }
 
 #[test]
+fn a_match_replays_game_for_game_from_its_seed() {
+    // A match is a measurement: the same net, opponent, openings and seed give the same games
+    // however the games in flight share the inference server's batches, and another seed
+    // other games (the greedy mover breaks its ties by the seed).
+    let tmp = tempfile::tempdir().unwrap();
+    let net_path = tmp.path().join("net.safetensors");
+    let net = Net::new(&network_config(&micro_config()), Device::Cpu).unwrap();
+    save_net(&net, &net_path).unwrap();
+    let openings = repo_root().join("configs/openings/4mvs_+90_+99.epd");
+    let play = |seed: &str, name: &str| {
+        let pgn = tmp.path().join(name);
+        match_json(&[
+            "--a-net",
+            net_path.to_str().unwrap(),
+            "--a-sims",
+            "8",
+            "--b-greedy",
+            "--openings",
+            openings.to_str().unwrap(),
+            "--games",
+            "12",
+            "--concurrency",
+            "12",
+            "--max-plies",
+            "60",
+            "--seed",
+            seed,
+            "--pgn",
+            pgn.to_str().unwrap(),
+        ]);
+        std::fs::read_to_string(pgn).unwrap()
+    };
+    let first = play("1", "first.pgn");
+    assert_eq!(first.matches("[Event ").count(), 12);
+    assert_eq!(
+        first,
+        play("1", "again.pgn"),
+        "the same seed replayed other games"
+    );
+    assert_ne!(
+        first,
+        play("2", "other.pgn"),
+        "another seed replayed the same games"
+    );
+}
+
+#[test]
 fn a_net_against_itself_scores_exactly_half() {
     // Without root noise the search is deterministic and a position evaluates the same in any
     // batch, so both games of a pair are the same game with the colours swapped.

@@ -57,9 +57,11 @@ pub const OWN_WORKER: &str = "trainer";
 pub const CURSOR_KEY: &str = "state/chunk-cursor.json";
 
 /// The window of the chunk cursor's quick polls: an upload landing later than this after a
-/// later one was seen (a slow upload, or clocks that differ by more) waits for the next full
-/// listing.
-pub const CHUNK_GRACE: Duration = Duration::from_secs(300);
+/// later one was seen (a slow upload, or clocks that differ by more) waits for the next sweep
+/// of the streams' heads ([`HEAD_SWEEP_EVERY`]). A quick poll pages through every chunk named
+/// in the window, the fleet's upload rate times this, every poll: a short window keeps polls
+/// cheap at any fleet size, and the sweeps make it safe.
+pub const CHUNK_GRACE: Duration = Duration::from_secs(30);
 
 /// How long the trainer waits for the chunks of a hole in a worker's numbered chunks (a later
 /// one listed, an earlier one not) before it reports them and goes on without them. A worker
@@ -346,8 +348,9 @@ impl StoredRun {
         self.pull(&self.dir.eval_log())?;
         self.pull_labels()?;
         if let Some(bytes) = self.store.get(CURSOR_KEY)? {
-            self.cursor = serde_json::from_slice(&bytes)
+            let stored: ChunkCursor = serde_json::from_slice(&bytes)
                 .with_context(|| format!("reading {CURSOR_KEY} of {}", self.store.location()))?;
+            self.cursor = stored.with_grace(CHUNK_GRACE);
         }
         // The newest chunks fill the window.
         let chunks = self.newest_chunks(window_positions)?;

@@ -177,6 +177,14 @@ impl ChunkCursor {
         }
     }
 
+    /// The same cursor with `grace` as its window: the window is the reader's choice, not
+    /// the state of what was consumed, so a cursor stored by another version reads with the
+    /// reader's own.
+    pub fn with_grace(mut self, grace: Duration) -> ChunkCursor {
+        self.grace_ms = grace.as_millis() as u64;
+        self
+    }
+
     /// The grace window.
     pub fn grace(&self) -> Duration {
         Duration::from_millis(self.grace_ms)
@@ -523,6 +531,29 @@ mod tests {
             normal.as_str() > from.as_str(),
             "{normal} listed after {from}"
         );
+    }
+
+    #[test]
+    fn a_stored_cursor_reads_with_the_window_of_its_reader() {
+        let now = now_ms();
+        let mut c = ChunkCursor::new(Duration::from_secs(300));
+        c.consume(&numbered(now - 1_000, "a", 1, 1));
+        let stored: ChunkCursor =
+            serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(stored.grace(), Duration::from_secs(300));
+        let read = stored.with_grace(Duration::from_secs(30));
+        assert_eq!(read.grace(), Duration::from_secs(30));
+        // The quick poll starts 30 s before the newest upload, not 300 s.
+        let from = read.list_from().unwrap();
+        let (before, inside) = (
+            numbered(now - 61_000, "b", 1, 1),
+            numbered(now - 20_000, "b", 1, 2),
+        );
+        assert!(before.as_str() < from.as_str(), "{before} after {from}");
+        assert!(inside.as_str() > from.as_str(), "{inside} before {from}");
+        // What was consumed stays consumed.
+        assert!(read.consumed(&numbered(now - 1_000, "a", 1, 1)));
+        assert!(!read.consumed(&inside));
     }
 
     #[test]
