@@ -220,9 +220,7 @@ fn a_match_replays_game_for_game_from_its_seed() {
     // however the games in flight share the inference server's batches, and another seed
     // other games (the greedy mover breaks its ties by the seed).
     let tmp = tempfile::tempdir().unwrap();
-    let net_path = tmp.path().join("net.safetensors");
-    let net = Net::new(&network_config(&micro_config()), Device::Cpu).unwrap();
-    save_net(&net, &net_path).unwrap();
+    let net_path = save_micro_net(tmp.path());
     let openings = repo_root().join("configs/openings/4mvs_+90_+99.epd");
     let play = |seed: &str, name: &str| {
         let pgn = tmp.path().join(name);
@@ -266,9 +264,7 @@ fn a_net_against_itself_scores_exactly_half() {
     // Without root noise the search is deterministic and a position evaluates the same in any
     // batch, so both games of a pair are the same game with the colours swapped.
     let tmp = tempfile::tempdir().unwrap();
-    let net_path = tmp.path().join("self.safetensors");
-    let net = Net::new(&network_config(&micro_config()), Device::Cpu).unwrap();
-    save_net(&net, &net_path).unwrap();
+    let net_path = save_micro_net(tmp.path());
     let pgn = tmp.path().join("self.pgn");
     let net_s = net_path.to_str().unwrap();
     let openings = repo_root().join("configs/openings/4mvs_+90_+99.epd");
