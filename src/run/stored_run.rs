@@ -59,8 +59,8 @@ pub const CURSOR_KEY: &str = "state/chunk-cursor.json";
 /// The window of the chunk cursor's quick polls: an upload landing later than this after a
 /// later one was seen (a slow upload, or clocks that differ by more) waits for the next sweep
 /// of the streams' heads ([`HEAD_SWEEP_EVERY`]). A quick poll pages through every chunk named
-/// in the window, the fleet's upload rate times this, every poll: a short window keeps polls
-/// cheap at any fleet size, and the sweeps make it safe.
+/// in the window (the fleet's upload rate times this) each time, so a short window keeps polls
+/// small; the sweeps make it safe.
 pub const CHUNK_GRACE: Duration = Duration::from_secs(30);
 
 /// How long the trainer waits for the chunks of a hole in a worker's numbered chunks (a later
