@@ -10,7 +10,7 @@ use cfzero_inference::{INPUT_FLOATS, NetInput};
 use cfzero_mcts::Game;
 use cfzero_network::Net;
 use cfzero_network::precision::compare_nets;
-use net_support::preset;
+use net_support::{preset, variables_by_name};
 use tch::{Device, Kind, Tensor};
 
 /// Presets of every architecture: Shaw + RMSNorm (micro, tiny), smolgen + LayerNorm
@@ -55,7 +55,7 @@ fn random_net(name: &str, seed: i64) -> Net {
     let _seeded = cfzero_network::seeded(seed);
     let net = Net::new(&preset(name), Device::Cpu).unwrap();
     tch::no_grad(|| {
-        for (_, t) in net.vs.variables() {
+        for (_, t) in variables_by_name(&net) {
             if t.abs().max().double_value(&[]) == 0.0 {
                 t.shallow_clone().copy_(&(t.randn_like() * 0.1));
             }

@@ -46,11 +46,20 @@ pub fn synthetic_batch(b: i64, legal_per_row: i64, seed: i64) -> TrainingBatch {
     }
 }
 
+/// The parameters of `net` in name order. A helper that draws noise for each parameter visits
+/// them in this order: the store's map iterates in an order that changes from process to
+/// process, and the same seed must give the same net in every run.
+pub fn variables_by_name(net: &Net) -> Vec<(String, Tensor)> {
+    let mut variables: Vec<_> = net.vs.variables().into_iter().collect();
+    variables.sort_by(|a, b| a.0.cmp(&b.0));
+    variables
+}
+
 /// Adds noise of `scale` to every parameter of `net`: a fresh net has constant gates, norms
 /// and biases (and zero Shaw tables), which would hide a transposition or a wrong table.
 pub fn perturb(net: &Net, scale: f64) {
     tch::no_grad(|| {
-        for (_, mut v) in net.vs.variables() {
+        for (_, mut v) in variables_by_name(net) {
             let noise = Tensor::randn(v.size(), (Kind::Float, Device::Cpu)) * scale;
             let _ = v.g_add_(&noise.to_device(v.device()));
         }
