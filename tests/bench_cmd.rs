@@ -304,6 +304,11 @@ fn bad_bench_input_is_a_one_line_error_with_exit_code_2() {
 fn check_learn_match(m: &Value, opponent: &str, games: u64) {
     assert_eq!(m["b"], opponent, "{m}");
     assert!(m["a"].as_str().unwrap().starts_with("gen-"), "{m}");
+    check_match(m, games);
+}
+
+/// Checks a match's report: its games, score and intervals agree.
+fn check_match(m: &Value, games: u64) {
     assert_eq!(m["games"].as_u64(), Some(games), "{m}");
     let s = &m["score"];
     let count = |k: &str| s[k].as_u64().unwrap();
@@ -486,6 +491,28 @@ fn bench_learn_replicates_pair_two_configs_run_by_run() {
             "{d}"
         );
     }
+    // Each pair's nets played each other, B's final net (A in the match's report) against A's.
+    let matches = r["head_to_head"].as_array().unwrap();
+    assert_eq!(matches.len(), 2, "{r}");
+    let name = |side: &str, x: &Value| {
+        let g = x["training"]["generations"].as_u64().unwrap();
+        format!("{side} gen-{g:04} seed {} (8 sims)", x["seed"])
+    };
+    for (pair, m) in matches.iter().enumerate() {
+        assert_eq!(m["a"], name("b", &runs[2 * pair + 1]), "{m}");
+        assert_eq!(m["b"], name("a", &runs[2 * pair]), "{m}");
+        check_match(m, 2);
+    }
+    let h = &r["head_to_head_summary"];
+    let scores: Vec<f64> = matches.iter().map(|m| num(m, "score_fraction")).collect();
+    let values: Vec<f64> = h["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(values, scores, "{h}");
+    assert_eq!(h["measure"], "head to head", "{h}");
 }
 
 #[test]

@@ -6,7 +6,9 @@
 //! than a match's interval says, so `--runs N` trains N replicates (seeds `run.seed`,
 //! `run.seed + 1`, ...) and reports each measure's mean over them with a t interval, and
 //! `--against CONFIG` trains a second config's replicates, each right after the first's of
-//! the same seed, and reports the mean difference of the pairs.
+//! the same seed, and reports the mean difference of the pairs. The two final nets of each
+//! pair also play each other: at equal strength a match between them decides a smaller
+//! difference than two matches against a third player do.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,10 +16,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, bail};
+use cfzero_eval::arena::SearchPlayer;
 use cfzero_eval::replicates::mean_interval;
 use clap::Args;
 use serde::Serialize;
 
+use super::match_cmd::MatchReport;
 use super::net_measure::{MeasureFlags, NetMeasure, NetScores, Opponents, match_options};
 use super::net_play::{PlaySearch, play_search, serve_net};
 use super::train::{TrainOutcome, train};
@@ -53,8 +57,9 @@ pub struct LearnBenchArgs {
     pub runs: usize,
     /// A second config trained and measured the same way, each of its runs right after the
     /// first config's run of the same seed (so that a drift of the machine falls on both);
-    /// the report adds each measure's mean difference over the pairs with its 95% interval.
-    /// The matches play with the first config's `[search]`, so that both are measured alike.
+    /// the report adds each measure's mean difference over the pairs with its 95% interval,
+    /// and each pair's final nets play each other (`--games` games). The matches play with
+    /// the first config's `[search]`, so that both are measured alike.
     #[arg(long, value_name = "CONFIG")]
     pub against: Option<PathBuf>,
     /// A UCI engine that labels a share of the self-play positions during the training (see
@@ -116,6 +121,8 @@ struct LearnReport {
     /// Against the random and greedy movers, `--engine`, on `--puzzles`.
     #[serde(flatten)]
     scores: NetScores,
+    /// The final net, where the run keeps it.
+    net: PathBuf,
 }
 
 impl LearnReport {
@@ -162,6 +169,10 @@ struct ReplicatesReport {
     /// With `--against`: each measure's difference, the second config's run less the first's
     /// of the same seed.
     differences: Vec<MeasureSummary>,
+    /// With `--against`: each pair's match of the second config's net against the first's.
+    head_to_head: Vec<MatchReport>,
+    /// The second config's score in those matches over the pairs.
+    head_to_head_summary: Option<MeasureSummary>,
 }
 
 /// One training of the plan.
@@ -254,7 +265,8 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
     }
 
     let stop = stop_on_ctrl_c();
-    let mut reports = Vec::new();
+    let mut reports: Vec<LearnReport> = Vec::new();
+    let mut head_to_head = Vec::new();
     for (k, planned) in plan.iter().enumerate() {
         if !single {
             eprintln!(
@@ -277,6 +289,19 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         if !single && !args.json {
             print_run_line(&report);
         }
+        if let Some(first) = reports.last().filter(|_| planned.config == 1) {
+            let game = head_to_head_match(
+                args,
+                &configs[0],
+                (first, &report),
+                (&play, &opponents),
+                &stop,
+            )?;
+            if !args.json {
+                game.print();
+            }
+            head_to_head.push(game);
+        }
         reports.push(report);
     }
 
@@ -289,7 +314,7 @@ pub fn run(args: &LearnBenchArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let report = replicates_report(reports, &paths);
+    let report = replicates_report(reports, head_to_head, &paths);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -369,11 +394,54 @@ fn learn_once(
         simulations: play.simulations,
         max_plies: args.measure.max_plies,
         scores,
+        net: net_path,
     })
 }
 
+/// The match of a pair's nets, the second config's (`b`) against the first's (`a`), both
+/// searching as the other matches do, from the same openings and seed.
+fn head_to_head_match(
+    args: &LearnBenchArgs,
+    config: &Config,
+    (a, b): (&LearnReport, &LearnReport),
+    (play, opponents): (&PlaySearch, &Opponents),
+    stop: &AtomicBool,
+) -> Result<MatchReport> {
+    let device = args.device.parse()?;
+    let serve = |r: &LearnReport| {
+        serve_net(
+            &r.net,
+            device,
+            config.inference.precision,
+            config.inference.backend,
+        )
+    };
+    let (a_handle, b_handle) = (serve(a)?, serve(b)?);
+    let name = |side: &str, r: &LearnReport| {
+        format!(
+            "{side} gen-{:04} seed {} ({} sims)",
+            r.training.generations, r.seed, play.simulations
+        )
+    };
+    let (a_name, b_name) = (name("a", a), name("b", b));
+    let measure = NetMeasure {
+        handle: &b_handle,
+        play,
+        label: &b_name,
+        options: match_options(args.games, args.measure.max_plies),
+        seed: config.run.seed,
+        stop,
+    };
+    let mut first = SearchPlayer::new(&a_name, &a_handle, play.search.clone(), play.simulations);
+    measure.play(&opponents.openings, &mut first)
+}
+
 /// Each config's measures over its runs, and with two configs the pairs' differences.
-fn replicates_report(runs: Vec<LearnReport>, paths: &[PathBuf]) -> ReplicatesReport {
+fn replicates_report(
+    runs: Vec<LearnReport>,
+    head_to_head: Vec<MatchReport>,
+    paths: &[PathBuf],
+) -> ReplicatesReport {
     let summarise = |of: String, measure: String, values: Vec<f64>| {
         let (low, mean, high) = mean_interval(&values).unwrap_or((0.0, 0.0, 0.0));
         MeasureSummary {
@@ -413,10 +481,17 @@ fn replicates_report(runs: Vec<LearnReport>, paths: &[PathBuf]) -> ReplicatesRep
             differences.push(summarise(of, name.clone(), values));
         }
     }
+    let head_to_head_summary = paths.get(1).map(|b| {
+        let of = format!("{} against {}", b.display(), paths[0].display());
+        let scores = head_to_head.iter().map(|m| m.score_interval().1).collect();
+        summarise(of, "head to head".to_string(), scores)
+    });
     ReplicatesReport {
         runs,
         summary,
         differences,
+        head_to_head,
+        head_to_head_summary,
     }
 }
 
@@ -440,7 +515,12 @@ fn print_run_line(r: &LearnReport) {
 /// The summary of replicate runs as text.
 fn print_replicates(r: &ReplicatesReport) {
     println!();
-    for s in r.summary.iter().chain(&r.differences) {
+    for s in r
+        .summary
+        .iter()
+        .chain(&r.differences)
+        .chain(&r.head_to_head_summary)
+    {
         let values: Vec<String> = s
             .values
             .iter()

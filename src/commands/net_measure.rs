@@ -202,7 +202,11 @@ impl NetMeasure<'_> {
     }
 
     /// Plays the net against `opponent` from `openings`, with a progress bar.
-    fn play(&self, openings: &[String], opponent: &mut dyn Player) -> Result<MatchReport> {
+    pub(crate) fn play(
+        &self,
+        openings: &[String],
+        opponent: &mut dyn Player,
+    ) -> Result<MatchReport> {
         let name = opponent.name();
         let mut net = SearchPlayer::new(
             self.label,
