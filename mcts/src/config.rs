@@ -48,6 +48,8 @@ pub struct SearchConfig {
     /// picks the best actions by logits and Q alone.
     pub gumbel_scale: f32,
     /// Gumbel: at most this many root actions are considered (m = min(gumbel_m, legal, n)).
+    /// Fewer considered moves give the finalists more visits, but self-play with 8 at tiny's
+    /// budget drew more of its games and learned less (docs/METHODS.md §3).
     pub gumbel_m: u32,
     /// Gumbel: `sigma(q) = (c_visit + max_b N(b)) * c_scale * q`.
     pub c_visit: f32,
