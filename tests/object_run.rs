@@ -547,16 +547,32 @@ fn workers_lose_only_unfinished_games_when_killed_or_cut_off() {
             .map(|(_, g)| g.len())
             .sum::<usize>()
     };
-    // Games in the spool: played, bundled (a bundle whose chunk was written counts once).
+    // Games in the spool and not on the store: played, bundled (a bundle whose chunk was
+    // written counts once), in the outbox unless the store has that chunk (a kill between the
+    // upload and the outbox file's removal leaves it in both).
     let spooled = || {
         let spool = cache.join("spool/w1");
         let outbox: Vec<String> = files_under(&spool.join("outbox"))
             .iter()
             .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
             .collect();
+        let on_store: std::collections::BTreeSet<String> = chunks(&store)
+            .iter()
+            .filter(|(n, _)| n.worker == "w1")
+            .map(|(n, _)| n.bundle.to_string())
+            .collect();
         files_under(&spool)
             .iter()
             .filter(|p| p.extension().is_some_and(|e| e == "cfzg"))
+            .filter(|p| {
+                let in_outbox = p.parent().is_some_and(|d| d.ends_with("outbox"));
+                let bundle = p
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.split_once("-g"))
+                    .map(|(b, _)| b.to_string());
+                !(in_outbox && bundle.is_some_and(|b| on_store.contains(&b)))
+            })
             .filter(|p| {
                 // A bundling directory `<bundle>-g<gen>` whose chunk is in the outbox.
                 let dir = p
