@@ -300,6 +300,15 @@ fn bad_bench_input_is_a_one_line_error_with_exit_code_2() {
     }
 }
 
+/// The numbers of a JSON array.
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
 /// Checks one opponent's match in the report of `bench learn`.
 fn check_learn_match(m: &Value, opponent: &str, games: u64) {
     assert_eq!(m["b"], opponent, "{m}");
@@ -465,12 +474,7 @@ fn bench_learn_replicates_pair_two_configs_run_by_run() {
     assert_eq!(summary.len(), 8, "{r}");
     for (i, s) in summary.iter().enumerate() {
         let (side, key) = (i / 4, keys[i % 4]);
-        let values: Vec<f64> = s["values"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let values = floats(&s["values"]);
         assert_eq!(values, [value(side, key), value(side + 2, key)], "{s}");
         assert_close(num(s, "mean"), (values[0] + values[1]) / 2.0, "mean");
         assert!(num(s, "low") <= num(s, "mean") && num(s, "mean") <= num(s, "high"));
@@ -479,12 +483,7 @@ fn bench_learn_replicates_pair_two_configs_run_by_run() {
     assert_eq!(differences.len(), 4, "{r}");
     for (i, d) in differences.iter().enumerate() {
         let key = keys[i];
-        let values: Vec<f64> = d["values"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let values = floats(&d["values"]);
         assert_eq!(
             values,
             [value(1, key) - value(0, key), value(3, key) - value(2, key)],
@@ -505,13 +504,7 @@ fn bench_learn_replicates_pair_two_configs_run_by_run() {
     }
     let h = &r["head_to_head_summary"];
     let scores: Vec<f64> = matches.iter().map(|m| num(m, "score_fraction")).collect();
-    let values: Vec<f64> = h["values"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
-    assert_eq!(values, scores, "{h}");
+    assert_eq!(floats(&h["values"]), scores, "{h}");
     assert_eq!(h["measure"], "head to head", "{h}");
 }
 
