@@ -1,9 +1,11 @@
 //! The 1858-entry policy index (docs/METHODS.md §1): its published hash, the round trip of every
-//! legal move of thousands of positions, Lc0's own indices, and the attention gather map.
+//! legal move of thousands of positions, Lc0's own indices, the attention gather map, and the
+//! left-right mirror of every entry.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
+use cfzero_network::encoding::mirror::mirrored_index;
 use cfzero_network::encoding::{
     ATTENTION_POLICY_SIZE, POLICY_SIZE, attention_gather, legal_move_for_index, move_index,
     move_strings, policy_move,
@@ -285,4 +287,24 @@ fn attention_gather_reaches_every_index_exactly_once() {
     assert_eq!(gather[e2e4], 12 * 64 + 28);
     assert_eq!(gather[1792], 4096);
     assert_eq!(gather[1857], 4096 + 7 * 24 + 7 * 3 + 2);
+}
+
+#[test]
+fn each_entry_mirrors_to_its_move_on_the_mirrored_board() {
+    let strings = move_strings();
+    // The files of the two squares trade (a <-> h); a promotion's piece stays.
+    let mirror = |s: &str| -> String {
+        s.char_indices()
+            .map(|(i, c)| match c {
+                'a'..='h' if i % 2 == 0 && i < 4 => char::from(b'a' + (b'h' - c as u8)),
+                _ => c,
+            })
+            .collect()
+    };
+    for i in 0..POLICY_SIZE {
+        let j = mirrored_index(i);
+        assert_eq!(strings[j], mirror(&strings[i]), "entry {i}");
+        assert_ne!(i, j, "no move is its own mirror image");
+        assert_eq!(mirrored_index(j), i);
+    }
 }

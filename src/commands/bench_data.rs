@@ -46,6 +46,7 @@ pub fn run(args: &DataBenchArgs) -> Result<()> {
         q_ratio: 0.25,
         capped_q_ratio: 0.25,
         history_fill: Default::default(),
+        mirror: false,
     };
     let batch_size = args.batch.max(1);
     let budget = Duration::from_secs_f64(args.seconds.clamp(0.1, 3600.0));

@@ -126,7 +126,7 @@ pub fn train(
     Ok(summary)
 }
 
-/// How the config turns records into value targets, with the history convention of the net
+/// How the config turns records into samples, with the history convention of the net
 /// being trained (a resumed run keeps its nets' convention, whatever its frozen config says).
 pub fn targets(config: &Config, learner: &Learner) -> TargetOptions {
     TargetOptions {
@@ -134,6 +134,7 @@ pub fn targets(config: &Config, learner: &Learner) -> TargetOptions {
         q_ratio: config.train.q_ratio,
         capped_q_ratio: config.train.capped_q_ratio.unwrap_or(config.train.q_ratio),
         history_fill: learner.net().config.history_fill,
+        mirror: config.train.mirror,
     }
 }
 

@@ -43,6 +43,10 @@ pub struct TrainConfig {
     /// labelled as drawn as a dead-equal position. 1 trains such positions on the search's
     /// value alone.
     pub capped_q_ratio: Option<f32>,
+    /// Mirror each training sample left to right (file a <-> file h) with probability 1/2
+    /// where no side can castle: the rules are the same on the mirrored board, so each such
+    /// position is two (`cfzero_network::encoding::mirror`). Held-out samples are not mirrored.
+    pub mirror: bool,
     /// Precision of the training step's forward pass: `"auto"` (default; see
     /// [`TrainPrecision::Auto`]), `"f32"` or `"bf16"`, libtorch's autocast
     /// (`cfzero_network::autocast`): products in bf16 on bf16 copies of the f32 weights, the
@@ -146,6 +150,7 @@ impl Default for TrainConfig {
             q_target: QTarget::default(),
             q_ratio: 0.0,
             capped_q_ratio: None,
+            mirror: false,
             precision: TrainPrecision::default(),
         }
     }

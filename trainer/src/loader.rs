@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::sample::{HostBatch, SampleScratch, TargetOptions};
@@ -114,7 +114,11 @@ fn load_loop(
                 &mut scratch,
                 targets,
             ) {
-                Ok(true) => {}
+                Ok(true) => {
+                    if targets.mirror && rng.random_bool(0.5) {
+                        batch.mirror(slot);
+                    }
+                }
                 Ok(false) => continue 'batches,
                 Err(e) => {
                     // A record that does not replay is a bug in its writer; never train on it.

@@ -2,6 +2,7 @@
 
 use cfzero_chess::HistoryFill;
 use cfzero_mcts::Game;
+use cfzero_network::encoding::mirror::{can_mirror, mirror_policy, mirror_tokens};
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens_filled, move_index};
 use cfzero_selfplay::record::dequantize_probability;
 use cfzero_selfplay::replay::{ReplayError, replay_prefix};
@@ -9,7 +10,7 @@ use cfzero_selfplay::{GameRecord, Termination};
 
 use crate::config::QTarget;
 
-/// How a recorded position becomes value targets.
+/// How a recorded position becomes a training sample: its value targets and augmentation.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TargetOptions {
     /// The search value that trains the q head.
@@ -23,6 +24,10 @@ pub struct TargetOptions {
     /// How the input history before a game's FEN start is filled: the net's convention
     /// (`NetworkConfig::history_fill`).
     pub history_fill: HistoryFill,
+    /// Whether the loader mirrors each training sample left to right with probability 1/2
+    /// where no side can castle (`train.mirror`; [`HostBatch::mirror`]). Held-out samples are
+    /// never mirrored.
+    pub mirror: bool,
 }
 
 impl TargetOptions {
@@ -106,6 +111,20 @@ impl HostBatch {
         zero(&mut self.q, len);
         zero(&mut self.st, len);
         zero(&mut self.moves_left, len);
+    }
+
+    /// Mirrors the sample in slot `slot` left to right (inputs, policy target and legal mask;
+    /// the value targets stay) if no side can castle in it (`cfzero_network::encoding::mirror`).
+    /// Returns whether it did.
+    pub fn mirror(&mut self, slot: usize) -> bool {
+        let inputs = &mut self.inputs[slot * TOKEN_FLOATS..(slot + 1) * TOKEN_FLOATS];
+        if !can_mirror(inputs) {
+            return false;
+        }
+        mirror_tokens(inputs);
+        mirror_policy(&mut self.policy[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE]);
+        mirror_policy(&mut self.legal[slot * POLICY_SIZE..(slot + 1) * POLICY_SIZE]);
+        true
     }
 }
 

@@ -10,23 +10,11 @@ use cfzero_chess::TerminalReason;
 use cfzero_network::encoding::{POLICY_SIZE, TOKEN_FLOATS, encode_tokens, move_index};
 use cfzero_selfplay::record::{dequantize_probability, write_records};
 use cfzero_selfplay::replay::replay_prefix;
-use cfzero_selfplay::window::{ReplayWindow, WindowConfig};
+use cfzero_selfplay::window::ReplayWindow;
 use cfzero_selfplay::{GameRecord, GameResult, Termination};
 use cfzero_trainer::sample::{SampleScratch, TargetOptions, fill_position};
 use cfzero_trainer::{HostBatch, Loader, QTarget};
-use support::random_game;
-
-fn window_config() -> WindowConfig {
-    WindowConfig {
-        min_positions: 10_000,
-        max_positions: 10_000,
-        alpha: 0.75,
-        beta: 0.4,
-        validation_share: 0.0,
-        validation_positions: 0,
-        surprise_share: 0.0,
-    }
-}
+use support::{random_game, window_config};
 
 /// A window of `games` random games, read from record files as a run reads them.
 fn window_of(games: u64) -> Arc<RwLock<ReplayWindow>> {

@@ -4,8 +4,10 @@
 //! - [`tokens`]: the same planes as 64 square tokens of 112 features, for the Chessformer.
 //! - [`move_index`](mod@move_index): the 1858-entry policy index and its UCI strings.
 //! - [`attention`]: where each policy entry sits in the attention head's 4288 logits.
+//! - [`mirror`]: a sample mirrored left to right, for positions where no side can castle.
 
 pub mod attention;
+pub mod mirror;
 pub mod move_index;
 pub mod planes;
 pub mod tokens;
@@ -23,6 +25,10 @@ pub const POLICY_SIZE: usize = 1858;
 
 /// Number of logits of the attention policy head: 64x64 from-to pairs plus 8x8x3 promotions.
 pub const ATTENTION_POLICY_SIZE: usize = 64 * 64 + 8 * 8 * 3;
+
+/// First of the four castling planes (ours queen side, ours king side, theirs queen side,
+/// theirs king side), all ones where the right exists.
+pub const CASTLING_PLANE: usize = 104;
 
 /// Plane of the halfmove clock.
 pub const HALFMOVE_PLANE: usize = 109;

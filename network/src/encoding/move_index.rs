@@ -114,15 +114,28 @@ pub fn move_index(mv: &Move, turn: Color) -> usize {
     let flip = if turn == Color::Black { 56 } else { 0 };
     let from = usize::from(from) ^ flip;
     let to = usize::from(to) ^ flip;
-    let entry = match promotion_piece(promotion) {
-        Some(piece) if from / 8 == 6 => TABLES.promotion[(from % 8) * 24 + (to % 8) * 3 + piece],
-        _ => TABLES.plain[from * 64 + to],
-    };
+    let entry = entry_at(from, to, promotion_piece(promotion));
     assert!(
         entry != NONE,
         "no policy index for {mv:?} with {turn:?} to move"
     );
     usize::from(entry)
+}
+
+/// The table entry of a move from `from` to `to` in side-to-move coordinates (`piece`: 0, 1, 2
+/// for a queen, rook or bishop promotion), or `NONE`.
+fn entry_at(from: usize, to: usize, piece: Option<usize>) -> u16 {
+    match piece {
+        Some(piece) if from / 8 == 6 => TABLES.promotion[(from % 8) * 24 + (to % 8) * 3 + piece],
+        _ => TABLES.plain[from * 64 + to],
+    }
+}
+
+/// The policy entry of the move from `from` to `to` (side-to-move coordinates, `piece` as
+/// [`entry`] gives it), or `None` where no chess piece moves so.
+pub(crate) fn index_of(from: usize, to: usize, piece: Option<usize>) -> Option<usize> {
+    let entry = entry_at(from, to, piece);
+    (entry != NONE).then_some(usize::from(entry))
 }
 
 /// 0, 1, 2 for queen, rook, bishop promotions; `None` for no promotion or a knight.

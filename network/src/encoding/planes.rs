@@ -8,12 +8,14 @@
 use cfzero_chess::{ChessState, HISTORY_STEPS, HistoryFill};
 use shakmaty::{CastlingSide, Color, Role};
 
-use super::{HALFMOVE_PLANE, PLANES};
+use super::{CASTLING_PLANE, HALFMOVE_PLANE, PLANES};
 
 const ALL: u64 = u64::MAX;
 
 /// Planes per history step: 12 piece planes and a repetition plane.
 const STEP_PLANES: usize = 13;
+
+const _: () = assert!(CASTLING_PLANE == HISTORY_STEPS * STEP_PLANES);
 
 /// The input of one position as lc0's `InputPlane`s: plane `p` is `values[p]` on the
 /// squares set in `masks[p]` (bit i = square i, a1 = 0) and 0 elsewhere. `values` is 1.0
@@ -70,7 +72,7 @@ pub fn encode_planes_filled(state: &ChessState, fill: HistoryFill) -> InputPlane
     }
     let castles = state.castles();
     let flag = |b: bool| if b { ALL } else { 0 };
-    let aux = HISTORY_STEPS * STEP_PLANES;
+    let aux = CASTLING_PLANE;
     planes.masks[aux] = flag(castles.has(us, CastlingSide::QueenSide));
     planes.masks[aux + 1] = flag(castles.has(us, CastlingSide::KingSide));
     planes.masks[aux + 2] = flag(castles.has(them, CastlingSide::QueenSide));

@@ -7,6 +7,7 @@ use cfzero_mcts::Game;
 use cfzero_network::optim::schedule::LrSchedule;
 use cfzero_network::{LossWeights, Net, NetworkConfig};
 use cfzero_selfplay::record::quantize_probability;
+use cfzero_selfplay::window::WindowConfig;
 use cfzero_selfplay::{GameRecord, GameResult, PositionRecord, Termination};
 use cfzero_trainer::sample::{SampleScratch, TargetOptions, fill_position};
 use cfzero_trainer::{HostBatch, QTarget, TrainConfig, TrainPrecision};
@@ -19,8 +20,16 @@ use tch::Device;
 /// [-1, 1]. Every position is trainable. The result follows the rules where the game ended
 /// by them, else a draw by the length cap.
 pub fn random_game(seed: u64, max_plies: usize) -> GameRecord {
+    random_game_from(None, seed, max_plies)
+}
+
+/// [`random_game`] from `start_fen` (`None`: the start position).
+pub fn random_game_from(start_fen: Option<&str>, seed: u64, max_plies: usize) -> GameRecord {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut state = ChessState::new();
+    let mut state = match start_fen {
+        Some(fen) => ChessState::from_fen(fen, Default::default()).expect("a legal FEN"),
+        None => ChessState::new(),
+    };
     let mut legal = Vec::new();
     let mut positions = Vec::new();
     let (mut result, mut termination) = (GameResult::Draw, Termination::MAX_PLIES);
@@ -55,11 +64,24 @@ pub fn random_game(seed: u64, max_plies: usize) -> GameRecord {
         state.play(legal[played]);
     }
     GameRecord {
-        start_fen: None,
+        start_fen: start_fen.map(str::to_owned),
         result,
         termination,
         generation: 0,
         positions,
+    }
+}
+
+/// A window of 10,000 positions from the first game on, none held out, drawn uniformly.
+pub fn window_config() -> WindowConfig {
+    WindowConfig {
+        min_positions: 10_000,
+        max_positions: 10_000,
+        alpha: 0.75,
+        beta: 0.4,
+        validation_share: 0.0,
+        validation_positions: 0,
+        surprise_share: 0.0,
     }
 }
 
@@ -95,6 +117,7 @@ pub fn train_config(lr: f64, swa_every: u64) -> TrainConfig {
         q_target: QTarget::Best,
         q_ratio: 0.0,
         capped_q_ratio: None,
+        mirror: false,
         precision: TrainPrecision::F32,
     }
 }
