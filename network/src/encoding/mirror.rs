@@ -9,9 +9,7 @@
 //! boards are mirrored with the present one; a castling move among them becomes a king move no
 //! rule allows, which is rare once both sides have lost their rights and is left as it is.
 
-use std::sync::OnceLock;
-
-use super::move_index::{entry, index_of};
+pub use super::move_index::mirrored_index;
 use super::{CASTLING_PLANE, PLANES, POLICY_SIZE, TOKEN_FLOATS};
 
 /// Whether the position of `tokens` (one position's [`TOKEN_FLOATS`]) may be mirrored: no
@@ -52,20 +50,4 @@ pub fn mirror_policy(policy: &mut [f32]) {
             policy.swap(i, j);
         }
     }
-}
-
-/// The policy entry of entry `index`'s move mirrored left to right (an involution).
-pub fn mirrored_index(index: usize) -> usize {
-    static TABLE: OnceLock<Vec<u16>> = OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        (0..POLICY_SIZE)
-            .map(|i| {
-                let (from, to, piece) = entry(i);
-                let j = index_of(from ^ 7, to ^ 7, piece)
-                    .expect("a queen line, a knight jump or a promotion mirrors to another");
-                u16::try_from(j).expect("policy entries fit in u16")
-            })
-            .collect()
-    });
-    usize::from(table[index])
 }

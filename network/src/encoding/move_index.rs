@@ -28,7 +28,7 @@ pub struct PolicyMove {
     pub promotion: Option<Role>,
 }
 
-/// The three index tables, computed at compile time.
+/// The four index tables, computed at compile time.
 struct Tables {
     /// Entry of each plain from*64+to move, or `NONE`.
     plain: [u16; 4096],
@@ -36,6 +36,8 @@ struct Tables {
     promotion: [u16; 192],
     /// (from, to, piece + 1 or 0) of each entry.
     entries: [(u8, u8, u8); POLICY_SIZE],
+    /// The entry of each entry's move mirrored left to right (file a <-> file h).
+    mirrored: [u16; POLICY_SIZE],
 }
 
 const fn is_policy_move(from: usize, to: usize) -> bool {
@@ -52,6 +54,7 @@ const fn build_tables() -> Tables {
         plain: [NONE; 4096],
         promotion: [NONE; 192],
         entries: [(0, 0, 0); POLICY_SIZE],
+        mirrored: [NONE; POLICY_SIZE],
     };
     let mut n = 0;
     let mut from = 0;
@@ -89,6 +92,19 @@ const fn build_tables() -> Tables {
         from_file += 1;
     }
     assert!(n == POLICY_SIZE, "policy table size");
+    // A queen line, a knight jump or a promotion mirrors to another: the file distance stays.
+    let mut i = 0;
+    while i < POLICY_SIZE {
+        let (from, to, piece) = t.entries[i];
+        let (from, to) = (from as usize ^ 7, to as usize ^ 7);
+        t.mirrored[i] = if piece == 0 {
+            t.plain[from * 64 + to]
+        } else {
+            t.promotion[(from % 8) * 24 + (to % 8) * 3 + piece as usize - 1]
+        };
+        assert!(t.mirrored[i] != NONE, "every entry mirrors to an entry");
+        i += 1;
+    }
     t
 }
 
@@ -114,28 +130,15 @@ pub fn move_index(mv: &Move, turn: Color) -> usize {
     let flip = if turn == Color::Black { 56 } else { 0 };
     let from = usize::from(from) ^ flip;
     let to = usize::from(to) ^ flip;
-    let entry = entry_at(from, to, promotion_piece(promotion));
+    let entry = match promotion_piece(promotion) {
+        Some(piece) if from / 8 == 6 => TABLES.promotion[(from % 8) * 24 + (to % 8) * 3 + piece],
+        _ => TABLES.plain[from * 64 + to],
+    };
     assert!(
         entry != NONE,
         "no policy index for {mv:?} with {turn:?} to move"
     );
     usize::from(entry)
-}
-
-/// The table entry of a move from `from` to `to` in side-to-move coordinates (`piece`: 0, 1, 2
-/// for a queen, rook or bishop promotion), or `NONE`.
-fn entry_at(from: usize, to: usize, piece: Option<usize>) -> u16 {
-    match piece {
-        Some(piece) if from / 8 == 6 => TABLES.promotion[(from % 8) * 24 + (to % 8) * 3 + piece],
-        _ => TABLES.plain[from * 64 + to],
-    }
-}
-
-/// The policy entry of the move from `from` to `to` (side-to-move coordinates, `piece` as
-/// [`entry`] gives it), or `None` where no chess piece moves so.
-pub(crate) fn index_of(from: usize, to: usize, piece: Option<usize>) -> Option<usize> {
-    let entry = entry_at(from, to, piece);
-    (entry != NONE).then_some(usize::from(entry))
 }
 
 /// 0, 1, 2 for queen, rook, bishop promotions; `None` for no promotion or a knight.
@@ -158,6 +161,13 @@ pub fn policy_move(index: usize) -> PolicyMove {
             .checked_sub(1)
             .map(|p| PROMOTION_ROLES[usize::from(p)]),
     }
+}
+
+/// The policy entry of entry `index`'s move mirrored left to right (an involution; see
+/// [`super::mirror`]).
+#[inline]
+pub fn mirrored_index(index: usize) -> usize {
+    usize::from(TABLES.mirrored[index])
 }
 
 /// The legal move (of `legal`, with `turn` to move) whose policy entry is `index`.
