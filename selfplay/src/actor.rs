@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shakmaty::{Color, Move};
 
-use crate::config::SelfplayConfig;
+use crate::config::{MoveChoice, SelfplayConfig};
 use crate::record::{GameRecord, PositionRecord, quantize_probability};
 use crate::resign::{ResignSample, ResignTracker};
 use crate::result::{GameResult, Termination};
@@ -256,7 +256,10 @@ fn step_game(
     let played = if state.ply() < config.temperature_plies && !proven_win {
         sample_move(&res.policy, &res.move_outcomes, config.temperature, rng)
     } else {
-        best
+        match config.move_choice {
+            MoveChoice::Gumbel => best,
+            MoveChoice::Greedy => greedy_move(res).unwrap_or(best),
+        }
     };
     let mv = res.moves[played];
     let played_q = res.q.get(played).copied().unwrap_or(res.value);
@@ -303,6 +306,23 @@ fn step_game(
             Termination::from(reason),
         )
     })
+}
+
+/// [`MoveChoice::Greedy`]: among the most visited root moves that are not proven losses,
+/// the one with the largest improved policy (the best `logit + sigma`, the root noise left
+/// out). `None` where proofs decide (the root is proven: the search's move follows them).
+fn greedy_move(res: &SearchResult<Move>) -> Option<usize> {
+    if res.proven.is_some() {
+        return None;
+    }
+    let playable = |i: &usize| res.move_outcomes.get(*i) != Some(&Some(Terminal::Loss));
+    let most = (0..res.visits.len())
+        .filter(playable)
+        .map(|i| res.visits[i])
+        .max()?;
+    (0..res.visits.len())
+        .filter(|i| playable(i) && res.visits[*i] == most)
+        .max_by(|&a, &b| res.policy[a].total_cmp(&res.policy[b]).then(b.cmp(&a)))
 }
 
 /// Index of a move drawn from `policy` at `temperature` (0 = the most likely one). Moves
@@ -452,20 +472,17 @@ mod tests {
         assert!(firsts > 400, "{firsts}");
     }
 
-    /// The record of a searched position keeps the chosen move's value and draw share as
-    /// best play (not the root mean's), the chosen move, and the played one, which differs
-    /// from it when sampled at a temperature.
-    #[test]
-    fn a_position_records_the_chosen_moves_value_and_draw_share() {
-        let mut state = ChessState::new();
+    /// A search result at the start position whose move is `best` (all its policy there,
+    /// one visit a move), with values to recognise in the record.
+    fn start_position_result(best: usize) -> SearchResult<Move> {
         let mut moves = Vec::new();
-        cfzero_mcts::Game::legal_moves(&state, &mut moves);
+        cfzero_mcts::Game::legal_moves(&ChessState::new(), &mut moves);
         let n = moves.len();
         let mut policy = vec![0.0; n];
-        policy[3] = 1.0;
-        let res = SearchResult {
-            best_move: moves[3],
-            moves: moves.clone(),
+        policy[best] = 1.0;
+        SearchResult {
+            best_move: moves[best],
+            moves,
             visits: vec![1; n],
             policy,
             value: -0.4,
@@ -481,7 +498,64 @@ mod tests {
             prior_kl: 1.5,
             simulations: 16,
             nodes: 17,
+        }
+    }
+
+    /// Past the temperature plies, `Gumbel` plays the search's move (chosen with the root
+    /// noise) and `Greedy` the most visited move with the largest improved policy, never a
+    /// proven loss; a proven root leaves the choice to the search's proofs.
+    #[test]
+    fn greedy_choice_plays_the_most_visited_move_with_the_largest_improved_policy() {
+        let n = start_position_result(0).moves.len();
+        // Moves 2, 5 and 9 are the finalists (4 visits); 9 has the largest pi' of all but is
+        // a proven loss, 5 beats 2, and 0 has a larger pi' than 5 with fewer visits.
+        let mut visits = vec![1; n];
+        let mut policy = vec![0.01; n];
+        let mut outcomes = vec![None; n];
+        for (i, v, p) in [(2, 4, 0.10), (5, 4, 0.20), (9, 4, 0.40), (0, 1, 0.25)] {
+            visits[i] = v;
+            policy[i] = p;
+        }
+        outcomes[9] = Some(Terminal::Loss);
+        let res = SearchResult {
+            visits,
+            policy,
+            move_outcomes: outcomes,
+            ..start_position_result(2)
         };
+        let played = |choice: MoveChoice, res: &SearchResult<Move>| {
+            let config = SelfplayConfig {
+                temperature_plies: 0,
+                move_choice: choice,
+                resign_threshold: None,
+                ..SelfplayConfig::default()
+            };
+            let (mut state, mut slot) = (ChessState::new(), test_slot(false, None));
+            let mut rng = ChaCha8Rng::seed_from_u64(3);
+            step_game(&config, &mut state, &mut slot, res, true, &mut rng);
+            let p = &slot.positions[0];
+            assert_eq!(p.best, 2, "the record keeps the search's move");
+            p.played
+        };
+        assert_eq!(played(MoveChoice::Gumbel, &res), 2);
+        assert_eq!(played(MoveChoice::Greedy, &res), 5);
+        let proven = SearchResult {
+            proven: Some(cfzero_mcts::Proof {
+                outcome: Terminal::Draw,
+                plies: 4,
+            }),
+            ..res
+        };
+        assert_eq!(played(MoveChoice::Greedy, &proven), 2);
+    }
+
+    /// The record of a searched position keeps the chosen move's value and draw share as
+    /// best play (not the root mean's), the chosen move, and the played one, which differs
+    /// from it when sampled at a temperature.
+    #[test]
+    fn a_position_records_the_chosen_moves_value_and_draw_share() {
+        let mut state = ChessState::new();
+        let res = start_position_result(3);
         let mut slot = test_slot(false, None);
         // Past the temperature plies: the chosen move is played.
         let config = SelfplayConfig {

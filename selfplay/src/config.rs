@@ -5,6 +5,25 @@ use std::path::PathBuf;
 use cfzero_settings::InvalidSetting;
 use serde::{Deserialize, Serialize};
 
+/// How self-play chooses the move to play once the temperature plies are over
+/// (docs/METHODS.md §5). The policy target is the same either way: the improved policy
+/// pi' = softmax(logits + sigma(completedQ)) has no noise in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MoveChoice {
+    /// The search's own move: among the most visited root moves, the best by
+    /// `g + logit + sigma`, root noise g included. This is Gumbel MuZero's acting rule: every
+    /// move of the game is a sample of the improved policy (at tiny's cheap budget, where each
+    /// considered move gets one visit, a sample at temperature 1).
+    #[default]
+    Gumbel,
+    /// Among the most visited root moves that are not proven losses, the best by
+    /// `logit + sigma` (the largest pi'): the noise chose which moves were searched, not
+    /// which is played, so the game's result follows the net's best play, as AlphaZero's
+    /// temperature-zero moves do. A proven win is played either way.
+    Greedy,
+}
+
 /// Self-play options (docs/METHODS.md §5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -28,6 +47,8 @@ pub struct SelfplayConfig {
     pub temperature_plies: u32,
     /// Temperature of that sampling (1 = the policy itself).
     pub temperature: f32,
+    /// How the move is chosen after the temperature plies.
+    pub move_choice: MoveChoice,
     /// Opening book: a file of FEN/EPD lines; each game starts from a random one.
     pub openings: Option<PathBuf>,
     /// Resign when the value of the best move has been below this on
@@ -59,6 +80,7 @@ impl Default for SelfplayConfig {
             cheap_simulations: 16,
             temperature_plies: 16,
             temperature: 1.0,
+            move_choice: MoveChoice::default(),
             openings: None,
             resign_threshold: Some(-0.95),
             resign_consecutive: 3,
