@@ -20,7 +20,9 @@ pub enum MoveChoice {
     /// Among the most visited root moves that are not proven losses, the best by
     /// `logit + sigma` (the largest pi'): the noise chose which moves were searched, not
     /// which is played, so the game's result follows the net's best play, as AlphaZero's
-    /// temperature-zero moves do. A proven win is played either way.
+    /// temperature-zero moves do. A proven win is played either way. Self-play keeps
+    /// `Gumbel`: with this choice tiny's games repeat and draw more, and its nets learn less
+    /// (docs/METHODS.md §5).
     Greedy,
 }
 
