@@ -315,7 +315,7 @@ fn greedy_move(res: &SearchResult<Move>) -> Option<usize> {
     if res.proven.is_some() {
         return None;
     }
-    let playable = |i: &usize| res.move_outcomes.get(*i) != Some(&Some(Terminal::Loss));
+    let playable = |i: &usize| !proven_loss(&res.move_outcomes, *i);
     let most = (0..res.visits.len())
         .filter(playable)
         .map(|i| res.visits[i])
@@ -323,6 +323,12 @@ fn greedy_move(res: &SearchResult<Move>) -> Option<usize> {
     (0..res.visits.len())
         .filter(|i| playable(i) && res.visits[*i] == most)
         .max_by(|&a, &b| res.policy[a].total_cmp(&res.policy[b]).then(b.cmp(&a)))
+}
+
+/// Whether root move `i` is proven to lose for the side to move (`outcomes` as
+/// [`SearchResult::move_outcomes`] gives them).
+fn proven_loss(outcomes: &[Option<Terminal>], i: usize) -> bool {
+    outcomes.get(i) == Some(&Some(Terminal::Loss))
 }
 
 /// Index of a move drawn from `policy` at `temperature` (0 = the most likely one). Moves
@@ -334,9 +340,8 @@ fn sample_move(
     temperature: f32,
     rng: &mut impl Rng,
 ) -> usize {
-    let losing = |i: usize| outcomes.get(i) == Some(&Some(Terminal::Loss));
-    let avoid = (0..policy.len()).any(|i| !losing(i));
-    let allowed = |i: usize| !(avoid && losing(i));
+    let avoid = (0..policy.len()).any(|i| !proven_loss(outcomes, i));
+    let allowed = |i: usize| !(avoid && proven_loss(outcomes, i));
     let argmax = || {
         (0..policy.len())
             .filter(|&i| allowed(i))
