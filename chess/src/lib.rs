@@ -10,6 +10,7 @@ mod history;
 mod material;
 mod repetition;
 pub mod result;
+pub mod tablebase;
 mod terminal;
 mod zobrist;
 

@@ -72,6 +72,9 @@ pub enum Termination {
     Rule(TerminalReason),
     /// A side resigned because the search judged its position lost.
     Resignation,
+    /// The game reached a three-piece ending whose result the tables know
+    /// ([`crate::tablebase`]) and was scored so.
+    Tablebase,
 }
 
 impl From<TerminalReason> for Termination {
@@ -89,25 +92,50 @@ impl Termination {
         match self {
             Termination::Rule(reason) => reason.describe(),
             Termination::Resignation => "resignation",
+            Termination::Tablebase => "adjudication: tablebase",
         }
     }
 
     /// The record format's byte: the rule's index in [`TerminalReason::ALL`], resignation
-    /// after them.
+    /// and the tablebase after them.
     pub fn to_byte(self) -> u8 {
+        let rules = TerminalReason::ALL.len() as u8;
         match self {
             Termination::Rule(reason) => reason as u8,
-            Termination::Resignation => TerminalReason::ALL.len() as u8,
+            Termination::Resignation => rules,
+            Termination::Tablebase => rules + 1,
         }
     }
 
     /// The termination of a record format's byte, if it is one.
     pub fn from_byte(b: u8) -> Option<Termination> {
-        match TerminalReason::ALL.get(usize::from(b)) {
-            Some(&reason) => Some(Termination::Rule(reason)),
-            None => {
-                (usize::from(b) == TerminalReason::ALL.len()).then_some(Termination::Resignation)
-            }
+        let rules = TerminalReason::ALL.len();
+        match usize::from(b) {
+            i if i < rules => Some(Termination::Rule(TerminalReason::ALL[i])),
+            i if i == rules => Some(Termination::Resignation),
+            i if i == rules + 1 => Some(Termination::Tablebase),
+            _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_termination_survives_its_record_byte() {
+        let all = TerminalReason::ALL
+            .iter()
+            .map(|&r| Termination::Rule(r))
+            .chain([Termination::Resignation, Termination::Tablebase]);
+        for (i, t) in all.enumerate() {
+            assert_eq!(usize::from(t.to_byte()), i);
+            assert_eq!(Termination::from_byte(t.to_byte()), Some(t));
+        }
+        assert_eq!(
+            Termination::from_byte(TerminalReason::ALL.len() as u8 + 2),
+            None
+        );
     }
 }

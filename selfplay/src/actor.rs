@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill, tablebase};
 use cfzero_mcts::Terminal;
 use cfzero_mcts::search::{SearchError, SearchResult};
 use cfzero_mcts::{Driver, Evaluator, SearchConfig};
@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shakmaty::{Color, Move};
 
-use crate::config::{MoveChoice, SelfplayConfig};
+use crate::config::{MoveChoice, SelfplayConfig, TablebaseUse};
 use crate::record::{GameRecord, PositionRecord, quantize_probability};
 use crate::resign::{ResignSample, ResignTracker};
 use crate::result::{GameResult, Termination};
@@ -68,6 +68,8 @@ struct Slot {
     playthrough: bool,
     would_resign: Option<Color>,
     resign: ResignTracker,
+    /// The tables' result of the game's first position in them (with `tablebase` on).
+    tablebase: Option<GameResult>,
 }
 
 /// Moves played by the actors that share it, with an optional limit: once the count reaches
@@ -148,6 +150,9 @@ pub fn play_games<E: Evaluator<ChessState>>(
         moves,
     } = work;
     let mut rng = ChaCha8Rng::seed_from_u64(id.seed);
+    if config.tablebase != TablebaseUse::Off {
+        tablebase::prepare();
+    }
     let mut driver: Driver<ChessState> = Driver::new(search.clone(), config.cache_entries);
     let mut stats = ActorStats::default();
     // The game of each driver slot, and whether its current search has the full budget.
@@ -232,6 +237,7 @@ fn new_game(
         playthrough,
         would_resign: None,
         resign: ResignTracker::new(config.resign_consecutive),
+        tablebase: None,
     };
     Ok((state, slot))
 }
@@ -289,22 +295,38 @@ fn step_game(
     if full {
         slot.resign.observe(mover, res.best_q);
     }
+    let mut end = None;
     if let Some(threshold) = config.resign_threshold {
         let proven_loss = res.proven.is_some_and(|p| p.outcome == Terminal::Loss);
         if proven_loss || slot.resign.wants_to_resign(mover, threshold) {
-            if !slot.playthrough {
-                state.play_move(mv);
-                return Some((GameResult::win_for(!mover), Termination::Resignation));
+            if slot.playthrough {
+                slot.would_resign.get_or_insert(mover);
+            } else {
+                end = Some((GameResult::win_for(!mover), Termination::Resignation));
             }
-            slot.would_resign.get_or_insert(mover);
         }
     }
     state.play_move(mv);
-    state.terminal_reason().map(|reason| {
-        (
-            GameResult::from_terminal(reason, state.turn()),
-            Termination::from(reason),
-        )
+    if config.tablebase != TablebaseUse::Off && slot.tablebase.is_none() {
+        slot.tablebase = tablebase::probe(state.position());
+    }
+    let end = end
+        .or_else(|| {
+            state.terminal_reason().map(|reason| {
+                (
+                    GameResult::from_terminal(reason, state.turn()),
+                    Termination::from(reason),
+                )
+            })
+        })
+        .or_else(|| match config.tablebase {
+            TablebaseUse::Adjudicate => slot.tablebase.map(|r| (r, Termination::Tablebase)),
+            TablebaseUse::Off | TablebaseUse::Rescore => None,
+        })?;
+    // Once the game entered the tables, their result stands, whatever the play after it.
+    Some(match slot.tablebase {
+        Some(known) if known != end.0 => (known, Termination::Tablebase),
+        _ => end,
     })
 }
 
@@ -454,6 +476,7 @@ mod tests {
             playthrough,
             would_resign,
             resign: ResignTracker::new(1),
+            tablebase: None,
         }
     }
 
@@ -480,8 +503,13 @@ mod tests {
     /// A search result at the start position whose move is `best` (all its policy there,
     /// one visit a move), with values to recognise in the record.
     fn start_position_result(best: usize) -> SearchResult<Move> {
+        result_at(&ChessState::new(), best)
+    }
+
+    /// [`start_position_result`] at `state`.
+    fn result_at(state: &ChessState, best: usize) -> SearchResult<Move> {
         let mut moves = Vec::new();
-        cfzero_mcts::Game::legal_moves(&ChessState::new(), &mut moves);
+        cfzero_mcts::Game::legal_moves(state, &mut moves);
         let n = moves.len();
         let mut policy = vec![0.0; n];
         policy[best] = 1.0;
@@ -622,6 +650,55 @@ mod tests {
             end,
             Some((GameResult::win_for(Color::Black), Termination::Resignation))
         );
+    }
+
+    /// A capture into king and queen against king, then king moves: `Adjudicate` ends the
+    /// game at the capture with the tables' result, `Rescore` plays on and scores the game
+    /// by that result at its end (here the length cap), `Off` leaves the capped draw.
+    #[test]
+    fn a_game_that_enters_the_tables_gets_their_result_as_asked() {
+        let start = ChessState::from_fen("6k1/p7/8/8/8/8/8/Q6K w - - 0 1", HistoryFill::FenOnly)
+            .expect("a legal FEN");
+        let play = |state: &ChessState, uci: &str| {
+            let mut moves = Vec::new();
+            cfzero_mcts::Game::legal_moves(state, &mut moves);
+            let i = moves
+                .iter()
+                .position(|m| m.to_uci(shakmaty::CastlingMode::Standard).to_string() == uci)
+                .unwrap_or_else(|| panic!("{uci} is legal"));
+            result_at(state, i)
+        };
+        let win = Some((GameResult::WhiteWin, Termination::Tablebase));
+        for (mode, after_capture, at_cap) in [
+            (TablebaseUse::Adjudicate, win, None),
+            (TablebaseUse::Rescore, None, win),
+            (
+                TablebaseUse::Off,
+                None,
+                Some((GameResult::Draw, Termination::MAX_PLIES)),
+            ),
+        ] {
+            let config = SelfplayConfig {
+                temperature_plies: 0,
+                resign_threshold: None,
+                tablebase: mode,
+                ..SelfplayConfig::default()
+            };
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let mut state = start.clone();
+            state.set_max_plies(2);
+            let mut slot = test_slot(false, None);
+            let res = play(&state, "a1a7");
+            let end = step_game(&config, &mut state, &mut slot, &res, true, &mut rng);
+            assert_eq!(end, after_capture, "{mode:?} after Qxa7");
+            if end.is_some() {
+                continue;
+            }
+            // Black's king steps aside and the game reaches its length cap.
+            let res = play(&state, "g8f8");
+            let end = step_game(&config, &mut state, &mut slot, &res, true, &mut rng);
+            assert_eq!(end, at_cap, "{mode:?} at the cap");
+        }
     }
 
     /// A playthrough game drawn at the length cap is no evidence about resignation: it gives

@@ -26,6 +26,24 @@ pub enum MoveChoice {
     Greedy,
 }
 
+/// What self-play does with the three-piece endings whose results the tables know
+/// ([`cfzero_chess::tablebase`]: king and queen, rook or pawn against a bare king)
+/// (docs/METHODS.md §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TablebaseUse {
+    /// Nothing: the game is played out and scored by the rules and the length cap.
+    #[default]
+    Off,
+    /// The game ends at its first position of the tables, with their result. Its net never
+    /// trains on those endings and so never learns to win them.
+    Adjudicate,
+    /// The game is played out, and its result is the tables' result of its first position
+    /// of the tables (as Lc0 rescores its training games): the net trains on the endings and
+    /// learns their values from their true results, not from a net that cannot yet mate.
+    Rescore,
+}
+
 /// Self-play options (docs/METHODS.md §5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -68,6 +86,8 @@ pub struct SelfplayConfig {
     pub resign_false_positive_target: f32,
     /// A game reaching this many plies is adjudicated a draw.
     pub max_plies: u32,
+    /// What the three-piece tables do to a game that reaches one of their endings.
+    pub tablebase: TablebaseUse,
     /// Evaluation cache entries per actor.
     pub cache_entries: usize,
 }
@@ -89,6 +109,7 @@ impl Default for SelfplayConfig {
             resign_playthrough: 0.1,
             resign_false_positive_target: 0.05,
             max_plies: 450,
+            tablebase: TablebaseUse::default(),
             cache_entries: cfzero_mcts::DEFAULT_CACHE_ENTRIES,
         }
     }

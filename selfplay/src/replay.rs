@@ -1,6 +1,6 @@
 //! Replaying a game record: the chess states and moves it stands for.
 
-use cfzero_chess::{ChessState, HistoryFill};
+use cfzero_chess::{ChessState, HistoryFill, tablebase};
 use cfzero_mcts::Game;
 use shakmaty::Move;
 
@@ -98,11 +98,15 @@ pub fn replay_prefix(
 /// Checks that `game` can be trained on: it replays (a legal move at every ply), every
 /// trainable position's policy has one entry per legal move, and a game recorded as ended
 /// by a rule (mate, stalemate, insufficient material, fifty moves, repetition) ends so in
-/// its final position, with that rule's result. The replay window checks every game as it
-/// enters, so a record that passes its checksum but not this is never sampled.
+/// its final position, with that rule's result; one recorded as scored by the three-piece
+/// tables reached their endings, and its result is theirs at its first position in them. The
+/// replay window checks every game as it enters, so a record that passes its checksum but not
+/// this is never sampled.
 pub fn validate(game: &GameRecord) -> Result<(), ReplayError> {
     let mut bad_policy = None;
-    let last = replay(game, |ply, _, legal, _| {
+    // The first position after a move that the three-piece tables know, and their result.
+    let mut tables_first = None;
+    let last = replay(game, |ply, state, legal, _| {
         let policy = game.positions[ply].policy.len();
         if policy != 0 && policy != legal.len() && bad_policy.is_none() {
             bad_policy = Some(ReplayError::BadPolicy {
@@ -110,6 +114,9 @@ pub fn validate(game: &GameRecord) -> Result<(), ReplayError> {
                 entries: policy,
                 legal: legal.len(),
             });
+        }
+        if ply > 0 && tables_first.is_none() && game.termination == Termination::Tablebase {
+            tables_first = tablebase::probe(state.position());
         }
     })?;
     if let Some(e) = bad_policy {
@@ -121,6 +128,25 @@ pub fn validate(game: &GameRecord) -> Result<(), ReplayError> {
         Termination::MAX_PLIES | Termination::Resignation
     ) {
         return Ok(());
+    }
+    // The tables' result is that of the game's first position in them, wherever it ended.
+    if game.termination == Termination::Tablebase {
+        let known = match tables_first {
+            Some(r) => Some(r),
+            None if game.positions.is_empty() => None,
+            None => tablebase::probe(last.position()),
+        };
+        if known == Some(game.result) {
+            return Ok(());
+        }
+        return Err(ReplayError::WrongEnd {
+            recorded: game.termination.describe(),
+            result: game.result,
+            found: match known {
+                Some(r) => format!("the tables' {r:?}"),
+                None => "no position of the tables".into(),
+            },
+        });
     }
     let found = last.terminal_reason();
     let by_rules = found.map(|r| {

@@ -399,3 +399,41 @@ fn a_rule_ending_must_be_the_final_positions() {
         validate(&game(GameResult::WhiteWin, adjudicated, 3)).unwrap();
     }
 }
+
+/// A game recorded as scored by the tables must reach their endings, with their result at its
+/// first position in them, whether it ends there or plays on: Qxa7 leaves king and queen
+/// against king, White's win.
+#[test]
+fn a_tablebase_ending_must_be_the_tables_result() {
+    use cfzero_chess::{ChessState, HistoryFill};
+    use cfzero_mcts::Game;
+    use cfzero_selfplay::replay::{ReplayError, validate};
+    let fen = "6k1/p7/8/8/8/8/8/Q6K w - - 0 1";
+    let mut state = ChessState::from_fen(fen, HistoryFill::FenOnly).unwrap();
+    let mut legal = Vec::new();
+    let mut positions = Vec::new();
+    for uci in ["a1a7", "g8f8"] {
+        state.legal_moves(&mut legal);
+        let mv = state.clone().play_uci(uci).unwrap();
+        let index = legal.iter().position(|m| *m == mv).unwrap();
+        positions.push(position(index as u8, legal.len(), false, 0.0));
+        state.play(mv);
+    }
+    let game = |result, plies: usize| GameRecord {
+        start_fen: Some(fen.into()),
+        result,
+        termination: Termination::Tablebase,
+        generation: 1,
+        positions: positions[..plies].to_vec(),
+    };
+    validate(&game(GameResult::WhiteWin, 1)).unwrap();
+    validate(&game(GameResult::WhiteWin, 2)).unwrap();
+    for bad in [
+        game(GameResult::Draw, 1),
+        game(GameResult::Draw, 2),
+        game(GameResult::WhiteWin, 0),
+    ] {
+        let e = validate(&bad).unwrap_err();
+        assert!(matches!(e, ReplayError::WrongEnd { .. }), "{e}");
+    }
+}

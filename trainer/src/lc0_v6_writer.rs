@@ -28,7 +28,7 @@ pub fn game_to_v6(game: &GameRecord, fill: HistoryFill) -> Result<Vec<V6Record>,
     let total = game.positions.len();
     let flags = match game.termination {
         Termination::MAX_PLIES => ADJUDICATED | MAX_LENGTH_EXCEEDED,
-        Termination::Resignation => ADJUDICATED,
+        Termination::Resignation | Termination::Tablebase => ADJUDICATED,
         _ => 0,
     };
     replay(game, |ply, state, legal, played| {
