@@ -33,21 +33,9 @@ pub fn probe(pos: &Chess) -> Option<GameResult> {
     if board.occupied().count() != 3 || !pos.castles().is_empty() {
         return None;
     }
-    let square = (board.occupied() & !board.kings()).first()?;
-    let piece = board.piece_at(square)?;
+    let (piece, i) = locate(pos)?;
     let table = ROLES.iter().position(|&r| r == piece.role)?;
     let strong = piece.color;
-    // The tables are written with the stronger side as White; Black's pieces are mirrored.
-    let norm = |sq: Square| match strong {
-        Color::White => sq,
-        Color::Black => sq.flip_vertical(),
-    };
-    let i = index(
-        norm(board.king_of(strong)?),
-        norm(board.king_of(!strong)?),
-        norm(square),
-        pos.turn() == strong,
-    );
     Some(if tables()[table][i] {
         GameResult::win_for(strong)
     } else {
@@ -69,6 +57,26 @@ fn tables() -> &'static [Vec<bool>; 3] {
         let pawn = solve(Role::Pawn, &[(Role::Queen, &queen), (Role::Rook, &rook)]);
         [queen, rook, pawn]
     })
+}
+
+/// The one piece beside the two kings, and the position's index in the tables' frame, where
+/// that piece's side is White (Black's pieces are mirrored).
+fn locate(pos: &Chess) -> Option<(Piece, usize)> {
+    let board = pos.board();
+    let square = (board.occupied() & !board.kings()).first()?;
+    let piece = board.piece_at(square)?;
+    let strong = piece.color;
+    let norm = |sq: Square| match strong {
+        Color::White => sq,
+        Color::Black => sq.flip_vertical(),
+    };
+    let i = index(
+        norm(board.king_of(strong)?),
+        norm(board.king_of(!strong)?),
+        norm(square),
+        pos.turn() == strong,
+    );
+    Some((piece, i))
 }
 
 fn index(strong_king: Square, weak_king: Square, piece: Square, strong_to_move: bool) -> usize {
@@ -177,19 +185,10 @@ fn solve(role: Role, solved: &[(Role, &Vec<bool>)]) -> Vec<bool> {
 /// A position after a move in the table of `role`: the same table, a promotion into a solved
 /// one, or a capture of the stronger side's piece (two kings: a draw).
 fn classify(role: Role, child: &Chess, solved: &[(Role, &Vec<bool>)]) -> u32 {
-    let board = child.board();
-    let Some(square) = (board.occupied() & !board.kings()).first() else {
+    // Only the stronger side (White here) can own the piece: the weaker has a bare king.
+    let Some((piece, i)) = locate(child) else {
         return CHILD_DRAW;
     };
-    let Some(piece) = board.piece_at(square) else {
-        return CHILD_DRAW;
-    };
-    let (Some(strong_king), Some(weak_king)) =
-        (board.king_of(Color::White), board.king_of(Color::Black))
-    else {
-        return CHILD_DRAW;
-    };
-    let i = index(strong_king, weak_king, square, child.turn() == Color::White);
     if piece.role == role {
         return u32::try_from(i).expect("an index fits in u32");
     }
