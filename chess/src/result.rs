@@ -75,6 +75,9 @@ pub enum Termination {
     /// The game reached a three-piece ending whose result the tables know
     /// ([`crate::tablebase`]) and was scored so.
     Tablebase,
+    /// The game reached the configured maximum length with one side far enough ahead in
+    /// material that self-play scored it a win for that side.
+    Material,
 }
 
 impl From<TerminalReason> for Termination {
@@ -93,17 +96,19 @@ impl Termination {
             Termination::Rule(reason) => reason.describe(),
             Termination::Resignation => "resignation",
             Termination::Tablebase => "adjudication: tablebase",
+            Termination::Material => "adjudication: material",
         }
     }
 
-    /// The record format's byte: the rule's index in [`TerminalReason::ALL`], resignation
-    /// and the tablebase after them.
+    /// The record format's byte: the rule's index in [`TerminalReason::ALL`], then
+    /// resignation, the tablebase and material.
     pub fn to_byte(self) -> u8 {
         let rules = TerminalReason::ALL.len() as u8;
         match self {
             Termination::Rule(reason) => reason as u8,
             Termination::Resignation => rules,
             Termination::Tablebase => rules + 1,
+            Termination::Material => rules + 2,
         }
     }
 
@@ -114,6 +119,7 @@ impl Termination {
             i if i < rules => Some(Termination::Rule(TerminalReason::ALL[i])),
             i if i == rules => Some(Termination::Resignation),
             i if i == rules + 1 => Some(Termination::Tablebase),
+            i if i == rules + 2 => Some(Termination::Material),
             _ => None,
         }
     }
@@ -128,13 +134,17 @@ mod tests {
         let all = TerminalReason::ALL
             .iter()
             .map(|&r| Termination::Rule(r))
-            .chain([Termination::Resignation, Termination::Tablebase]);
+            .chain([
+                Termination::Resignation,
+                Termination::Tablebase,
+                Termination::Material,
+            ]);
         for (i, t) in all.enumerate() {
             assert_eq!(usize::from(t.to_byte()), i);
             assert_eq!(Termination::from_byte(t.to_byte()), Some(t));
         }
         assert_eq!(
-            Termination::from_byte(TerminalReason::ALL.len() as u8 + 2),
+            Termination::from_byte(TerminalReason::ALL.len() as u8 + 3),
             None
         );
     }

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use cfzero_chess::{ChessState, HistoryFill, tablebase};
+use cfzero_chess::{ChessState, HistoryFill, TerminalReason, tablebase};
 use cfzero_mcts::Terminal;
 use cfzero_mcts::search::{SearchError, SearchResult};
 use cfzero_mcts::{Driver, Evaluator, SearchConfig};
@@ -313,10 +313,16 @@ fn step_game(
     let end = end
         .or_else(|| {
             state.terminal_reason().map(|reason| {
-                (
-                    GameResult::from_terminal(reason, state.turn()),
-                    Termination::from(reason),
-                )
+                let decisive = (reason == TerminalReason::MaxPlies)
+                    .then(|| config.max_plies_result.decisive(state.position()))
+                    .flatten();
+                match decisive {
+                    Some(result) => (result, Termination::Material),
+                    None => (
+                        GameResult::from_terminal(reason, state.turn()),
+                        Termination::from(reason),
+                    ),
+                }
             })
         })
         .or_else(|| match config.tablebase {
@@ -465,7 +471,7 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cfzero_chess::TerminalReason;
+    use crate::config::MaxPliesResult;
     use rand::SeedableRng;
 
     /// A game slot of the start position with a tracker that resigns after one low value.
@@ -504,6 +510,17 @@ mod tests {
     /// one visit a move), with values to recognise in the record.
     fn start_position_result(best: usize) -> SearchResult<Move> {
         result_at(&ChessState::new(), best)
+    }
+
+    /// [`result_at`] with the move `uci` chosen.
+    fn result_playing(state: &ChessState, uci: &str) -> SearchResult<Move> {
+        let mut moves = Vec::new();
+        cfzero_mcts::Game::legal_moves(state, &mut moves);
+        let i = moves
+            .iter()
+            .position(|m| m.to_uci(shakmaty::CastlingMode::Standard).to_string() == uci)
+            .unwrap_or_else(|| panic!("{uci} is legal"));
+        result_at(state, i)
     }
 
     /// [`start_position_result`] at `state`.
@@ -659,15 +676,6 @@ mod tests {
     fn a_game_that_enters_the_tables_gets_their_result_as_asked() {
         let start = ChessState::from_fen("6k1/p7/8/8/8/8/8/Q6K w - - 0 1", HistoryFill::FenOnly)
             .expect("a legal FEN");
-        let play = |state: &ChessState, uci: &str| {
-            let mut moves = Vec::new();
-            cfzero_mcts::Game::legal_moves(state, &mut moves);
-            let i = moves
-                .iter()
-                .position(|m| m.to_uci(shakmaty::CastlingMode::Standard).to_string() == uci)
-                .unwrap_or_else(|| panic!("{uci} is legal"));
-            result_at(state, i)
-        };
         let win = Some((GameResult::WhiteWin, Termination::Tablebase));
         for (mode, after_capture, at_cap) in [
             (TablebaseUse::Adjudicate, win, None),
@@ -688,16 +696,60 @@ mod tests {
             let mut state = start.clone();
             state.set_max_plies(2);
             let mut slot = test_slot(false, None);
-            let res = play(&state, "a1a7");
+            let res = result_playing(&state, "a1a7");
             let end = step_game(&config, &mut state, &mut slot, &res, true, &mut rng);
             assert_eq!(end, after_capture, "{mode:?} after Qxa7");
             if end.is_some() {
                 continue;
             }
             // Black's king steps aside and the game reaches its length cap.
-            let res = play(&state, "g8f8");
+            let res = result_playing(&state, "g8f8");
             let end = step_game(&config, &mut state, &mut slot, &res, true, &mut rng);
             assert_eq!(end, at_cap, "{mode:?} at the cap");
+        }
+    }
+
+    /// At the length cap `Material` gives the game to a side a piece or more ahead (either
+    /// colour) and leaves a smaller lead a draw; `Draw` draws every capped game.
+    #[test]
+    fn a_capped_game_is_scored_by_material_as_asked() {
+        let win = |r| Some((r, Termination::Material));
+        let draw = Some((GameResult::Draw, Termination::MAX_PLIES));
+        for (fen, rule, expected) in [
+            (
+                "6k1/8/8/8/8/8/PP6/N6K w - - 0 1",
+                MaxPliesResult::Material,
+                win(GameResult::WhiteWin),
+            ),
+            (
+                "6k1/8/8/8/8/8/PP6/N6K w - - 0 1",
+                MaxPliesResult::Draw,
+                draw,
+            ),
+            (
+                "6k1/8/8/8/8/8/PP6/7K w - - 0 1",
+                MaxPliesResult::Material,
+                draw,
+            ),
+            (
+                "6k1/5nn1/8/8/8/8/P7/7K w - - 0 1",
+                MaxPliesResult::Material,
+                win(GameResult::BlackWin),
+            ),
+        ] {
+            let config = SelfplayConfig {
+                temperature_plies: 0,
+                resign_threshold: None,
+                max_plies_result: rule,
+                ..SelfplayConfig::default()
+            };
+            let mut state = ChessState::from_fen(fen, HistoryFill::FenOnly).expect("a legal FEN");
+            state.set_max_plies(1);
+            let mut slot = test_slot(false, None);
+            let res = result_playing(&state, "h1h2");
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let end = step_game(&config, &mut state, &mut slot, &res, true, &mut rng);
+            assert_eq!(end, expected, "{fen} under {rule:?}");
         }
     }
 

@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
+use cfzero_chess::{GameResult, material_balance};
 use cfzero_settings::InvalidSetting;
 use serde::{Deserialize, Serialize};
+use shakmaty::{Chess, Color, Position};
 
 /// How self-play chooses the move to play once the temperature plies are over
 /// (docs/METHODS.md §5). The policy target is the same either way: the improved policy
@@ -42,6 +44,41 @@ pub enum TablebaseUse {
     /// of the tables (as Lc0 rescores its training games): the net trains on the endings and
     /// learns their values from their true results, not from a net that cannot yet mate.
     Rescore,
+}
+
+/// How self-play scores a game that reaches `max_plies` (docs/METHODS.md §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MaxPliesResult {
+    /// A draw, as the rules would have it had the game gone on to no other end.
+    #[default]
+    Draw,
+    /// A win for the side ahead by at least [`MATERIAL_MARGIN`] pawns of material in the
+    /// final position, else a draw: a net that cannot yet convert a won position still
+    /// learns that a piece up is worth more than even.
+    Material,
+}
+
+/// The material lead in pawns (a minor piece) that [`MaxPliesResult::Material`] scores as a
+/// win. A pawn or two up at the cap is too often no win at all between nets that play as
+/// weakly as an early run's.
+pub const MATERIAL_MARGIN: i32 = 3;
+
+impl MaxPliesResult {
+    /// The result of a game stopped at the cap in `pos`, when this rule scores it a win.
+    pub fn decisive(self, pos: &Chess) -> Option<GameResult> {
+        match self {
+            MaxPliesResult::Draw => None,
+            MaxPliesResult::Material => {
+                let white = material_balance(pos.board(), Color::White);
+                match white {
+                    b if b >= MATERIAL_MARGIN => Some(GameResult::WhiteWin),
+                    b if b <= -MATERIAL_MARGIN => Some(GameResult::BlackWin),
+                    _ => None,
+                }
+            }
+        }
+    }
 }
 
 /// Self-play options (docs/METHODS.md §5).
@@ -84,8 +121,10 @@ pub struct SelfplayConfig {
     /// The largest share of wrong resignations (the resigning side did not lose) that
     /// calibration accepts.
     pub resign_false_positive_target: f32,
-    /// A game reaching this many plies is adjudicated a draw.
+    /// A game reaching this many plies is adjudicated, by `max_plies_result`.
     pub max_plies: u32,
+    /// How a game that reaches `max_plies` is scored.
+    pub max_plies_result: MaxPliesResult,
     /// What the three-piece tables do to a game that reaches one of their endings.
     pub tablebase: TablebaseUse,
     /// Evaluation cache entries per actor.
@@ -109,6 +148,7 @@ impl Default for SelfplayConfig {
             resign_playthrough: 0.1,
             resign_false_positive_target: 0.05,
             max_plies: 450,
+            max_plies_result: MaxPliesResult::default(),
             tablebase: TablebaseUse::default(),
             cache_entries: cfzero_mcts::DEFAULT_CACHE_ENTRIES,
         }

@@ -20,6 +20,6 @@ pub mod window;
 pub use actor::{
     ActorId, ActorStats, Assignment, FinishedGame, MoveCount, SelfplayError, play_games,
 };
-pub use config::{MoveChoice, SelfplayConfig, TablebaseUse};
+pub use config::{MATERIAL_MARGIN, MaxPliesResult, MoveChoice, SelfplayConfig, TablebaseUse};
 pub use record::{GameRecord, PositionRecord, RecordError};
 pub use result::{GameResult, Termination};

@@ -4,6 +4,7 @@ use cfzero_chess::{ChessState, HistoryFill, tablebase};
 use cfzero_mcts::Game;
 use shakmaty::Move;
 
+use crate::config::{MATERIAL_MARGIN, MaxPliesResult};
 use crate::record::GameRecord;
 use crate::result::{GameResult, Termination};
 
@@ -99,7 +100,8 @@ pub fn replay_prefix(
 /// trainable position's policy has one entry per legal move, and a game recorded as ended
 /// by a rule (mate, stalemate, insufficient material, fifty moves, repetition) ends so in
 /// its final position, with that rule's result; one recorded as scored by the three-piece
-/// tables reached their endings, and its result is theirs at its first position in them. The
+/// tables reached their endings, and its result is theirs at its first position in them; one
+/// scored by material at the length cap ends with the winner a piece ahead. The
 /// replay window checks every game as it enters, so a record that passes its checksum but not
 /// this is never sampled.
 pub fn validate(game: &GameRecord) -> Result<(), ReplayError> {
@@ -145,6 +147,24 @@ pub fn validate(game: &GameRecord) -> Result<(), ReplayError> {
             found: match known {
                 Some(r) => format!("the tables' {r:?}"),
                 None => "no position of the tables".into(),
+            },
+        });
+    }
+    // Scored by material at the cap: the rules had not ended it, and the winner leads by a
+    // piece in the final position.
+    if game.termination == Termination::Material {
+        let by_rules = last.terminal_reason();
+        let known = MaxPliesResult::Material.decisive(last.position());
+        if by_rules.is_none() && known == Some(game.result) {
+            return Ok(());
+        }
+        return Err(ReplayError::WrongEnd {
+            recorded: game.termination.describe(),
+            result: game.result,
+            found: match (by_rules, known) {
+                (Some(r), _) => Termination::from(r).describe().to_string(),
+                (None, Some(r)) => format!("a material lead for {r:?}"),
+                (None, None) => format!("no material lead of {MATERIAL_MARGIN} pawns"),
             },
         });
     }

@@ -437,3 +437,35 @@ fn a_tablebase_ending_must_be_the_tables_result() {
         assert!(matches!(e, ReplayError::WrongEnd { .. }), "{e}");
     }
 }
+
+/// A game scored by material at the length cap must end with its winner a piece ahead and no
+/// rule's end on the board.
+#[test]
+fn a_material_ending_must_show_the_lead() {
+    use cfzero_selfplay::replay::{ReplayError, validate};
+    let game = |fen: &str, result| GameRecord {
+        start_fen: Some(fen.into()),
+        result,
+        termination: Termination::Material,
+        generation: 1,
+        positions: Vec::new(),
+    };
+    let knight_up = "6k1/8/8/8/8/8/PP6/N6K w - - 0 1";
+    validate(&game(knight_up, GameResult::WhiteWin)).unwrap();
+    validate(&game(
+        "6k1/5nn1/8/8/8/8/P7/7K w - - 0 1",
+        GameResult::BlackWin,
+    ))
+    .unwrap();
+    for bad in [
+        game(knight_up, GameResult::BlackWin),
+        game(knight_up, GameResult::Draw),
+        // Two pawns are no piece.
+        game("6k1/8/8/8/8/8/PP6/7K w - - 0 1", GameResult::WhiteWin),
+        // Mate is the rules' end, not material's.
+        game("R5k1/5ppp/8/8/8/8/8/Q5K1 b - - 0 1", GameResult::WhiteWin),
+    ] {
+        let e = validate(&bad).unwrap_err();
+        assert!(matches!(e, ReplayError::WrongEnd { .. }), "{e}");
+    }
+}

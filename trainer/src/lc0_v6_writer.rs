@@ -27,9 +27,9 @@ pub fn game_to_v6(game: &GameRecord, fill: HistoryFill) -> Result<Vec<V6Record>,
     let mut out = Vec::new();
     let total = game.positions.len();
     let flags = match game.termination {
-        Termination::MAX_PLIES => ADJUDICATED | MAX_LENGTH_EXCEEDED,
+        Termination::MAX_PLIES | Termination::Material => ADJUDICATED | MAX_LENGTH_EXCEEDED,
         Termination::Resignation | Termination::Tablebase => ADJUDICATED,
-        _ => 0,
+        Termination::Rule(_) => 0,
     };
     replay(game, |ply, state, legal, played| {
         let pos = &game.positions[ply];
