@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shakmaty::{Color, Move};
 
-use crate::config::{MoveChoice, SelfplayConfig, TablebaseUse};
+use crate::config::{MoveChoice, SelfplayConfig, TablebaseUse, material_leader};
 use crate::record::{GameRecord, PositionRecord, quantize_probability};
 use crate::resign::{ResignSample, ResignTracker};
 use crate::result::{GameResult, Termination};
@@ -70,6 +70,9 @@ struct Slot {
     resign: ResignTracker,
     /// The tables' result of the game's first position in them (with `tablebase` on).
     tablebase: Option<GameResult>,
+    /// The side that has led by a piece of material after each of the last plies, and for
+    /// how many (with `material_adjudication_plies` on).
+    lead: Option<(Color, u32)>,
 }
 
 /// Moves played by the actors that share it, with an optional limit: once the count reaches
@@ -238,6 +241,7 @@ fn new_game(
         would_resign: None,
         resign: ResignTracker::new(config.resign_consecutive),
         tablebase: None,
+        lead: None,
     };
     Ok((state, slot))
 }
@@ -310,6 +314,12 @@ fn step_game(
     if config.tablebase != TablebaseUse::Off && slot.tablebase.is_none() {
         slot.tablebase = tablebase::probe(state.position());
     }
+    if config.material_adjudication_plies > 0 {
+        slot.lead = match (slot.lead, material_leader(state.position())) {
+            (Some((was, plies)), Some(now)) if was == now => Some((now, plies + 1)),
+            (_, now) => now.map(|c| (c, 1)),
+        };
+    }
     let end = end
         .or_else(|| {
             state.terminal_reason().map(|reason| {
@@ -328,6 +338,12 @@ fn step_game(
         .or_else(|| match config.tablebase {
             TablebaseUse::Adjudicate => slot.tablebase.map(|r| (r, Termination::Tablebase)),
             TablebaseUse::Off | TablebaseUse::Rescore => None,
+        })
+        .or_else(|| match slot.lead {
+            Some((leader, plies)) if plies >= config.material_adjudication_plies => {
+                Some((GameResult::win_for(leader), Termination::Material))
+            }
+            _ => None,
         })?;
     // Once the game entered the tables, their result stands, whatever the play after it.
     Some(match slot.tablebase {
@@ -483,6 +499,7 @@ mod tests {
             would_resign,
             resign: ResignTracker::new(1),
             tablebase: None,
+            lead: None,
         }
     }
 
@@ -750,6 +767,39 @@ mod tests {
             let mut rng = ChaCha8Rng::seed_from_u64(1);
             let end = step_game(&config, &mut state, &mut slot, &res, true, &mut rng);
             assert_eq!(end, expected, "{fen} under {rule:?}");
+        }
+    }
+
+    /// `material_adjudication_plies` ends a game once one side has led by a piece after that
+    /// many plies in a row; a lead below a piece, or off, plays on.
+    #[test]
+    fn a_lasting_lead_of_a_piece_ends_the_game_when_asked() {
+        let moves = ["h1h2", "g8f8", "h2h1"];
+        for (fen, plies, ends_at) in [
+            ("6k1/8/8/8/8/8/PP6/N6K w - - 0 1", 2, Some(1)),
+            ("6k1/8/8/8/8/8/PP6/N6K w - - 0 1", 3, Some(2)),
+            ("6k1/8/8/8/8/8/PP6/N6K w - - 0 1", 0, None),
+            ("6k1/8/8/8/8/8/PP6/7K w - - 0 1", 1, None),
+        ] {
+            let config = SelfplayConfig {
+                temperature_plies: 0,
+                resign_threshold: None,
+                material_adjudication_plies: plies,
+                ..SelfplayConfig::default()
+            };
+            let mut state = ChessState::from_fen(fen, HistoryFill::FenOnly).expect("a legal FEN");
+            let mut slot = test_slot(false, None);
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let mut ended = None;
+            for (i, uci) in moves.iter().enumerate() {
+                let res = result_playing(&state, uci);
+                if let Some(end) = step_game(&config, &mut state, &mut slot, &res, true, &mut rng) {
+                    assert_eq!(end, (GameResult::WhiteWin, Termination::Material), "{fen}");
+                    ended = Some(i);
+                    break;
+                }
+            }
+            assert_eq!(ended, ends_at, "{fen} after {plies} plies");
         }
     }
 

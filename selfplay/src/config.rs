@@ -69,15 +69,17 @@ impl MaxPliesResult {
     pub fn decisive(self, pos: &Chess) -> Option<GameResult> {
         match self {
             MaxPliesResult::Draw => None,
-            MaxPliesResult::Material => {
-                let white = material_balance(pos.board(), Color::White);
-                match white {
-                    b if b >= MATERIAL_MARGIN => Some(GameResult::WhiteWin),
-                    b if b <= -MATERIAL_MARGIN => Some(GameResult::BlackWin),
-                    _ => None,
-                }
-            }
+            MaxPliesResult::Material => material_leader(pos).map(GameResult::win_for),
         }
+    }
+}
+
+/// The side ahead by at least [`MATERIAL_MARGIN`] pawns of material in `pos`, if one is.
+pub fn material_leader(pos: &Chess) -> Option<Color> {
+    match material_balance(pos.board(), Color::White) {
+        b if b >= MATERIAL_MARGIN => Some(Color::White),
+        b if b <= -MATERIAL_MARGIN => Some(Color::Black),
+        _ => None,
     }
 }
 
@@ -125,6 +127,9 @@ pub struct SelfplayConfig {
     pub max_plies: u32,
     /// How a game that reaches `max_plies` is scored.
     pub max_plies_result: MaxPliesResult,
+    /// Ends a game as a win for a side that has led by at least [`MATERIAL_MARGIN`] pawns of
+    /// material after each of this many plies in a row; 0 never does.
+    pub material_adjudication_plies: u32,
     /// What the three-piece tables do to a game that reaches one of their endings.
     pub tablebase: TablebaseUse,
     /// Evaluation cache entries per actor.
@@ -149,6 +154,7 @@ impl Default for SelfplayConfig {
             resign_false_positive_target: 0.05,
             max_plies: 450,
             max_plies_result: MaxPliesResult::default(),
+            material_adjudication_plies: 0,
             tablebase: TablebaseUse::default(),
             cache_entries: cfzero_mcts::DEFAULT_CACHE_ENTRIES,
         }
