@@ -75,8 +75,8 @@ pub enum Termination {
     /// The game reached a three-piece ending whose result the tables know
     /// ([`crate::tablebase`]) and was scored so.
     Tablebase,
-    /// The game reached the configured maximum length with one side far enough ahead in
-    /// material that self-play scored it a win for that side.
+    /// Self-play scored the game a win for a side a piece or more ahead in material: at the
+    /// configured maximum length, or once such a lead had lasted as long as the config asks.
     Material,
 }
 

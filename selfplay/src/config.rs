@@ -50,12 +50,14 @@ pub enum TablebaseUse {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum MaxPliesResult {
-    /// A draw, as the rules would have it had the game gone on to no other end.
+    /// A draw: the cap is no result of the game.
     #[default]
     Draw,
     /// A win for the side ahead by at least [`MATERIAL_MARGIN`] pawns of material in the
     /// final position, else a draw: a net that cannot yet convert a won position still
-    /// learns that a piece up is worth more than even.
+    /// learns that a piece up is worth more than even. Self-play keeps `Draw`: with this
+    /// rule tiny's nets learn to win material and not to mate, and lose to the defaults'
+    /// (docs/METHODS.md §5).
     Material,
 }
 

@@ -16,7 +16,8 @@ use cfzero_selfplay::{GameRecord, GameResult, Termination};
 
 use crate::lc0_v6::V6Record;
 
-/// `invariance_info` bit: the game was adjudicated (resignation or the length cap).
+/// `invariance_info` bit: the game was adjudicated (resignation, the length cap, the tables or
+/// material).
 const ADJUDICATED: u8 = 1 << 5;
 /// `invariance_info` bit: the game reached the maximum length.
 const MAX_LENGTH_EXCEEDED: u8 = 1 << 4;
@@ -27,8 +28,9 @@ pub fn game_to_v6(game: &GameRecord, fill: HistoryFill) -> Result<Vec<V6Record>,
     let mut out = Vec::new();
     let total = game.positions.len();
     let flags = match game.termination {
-        Termination::MAX_PLIES | Termination::Material => ADJUDICATED | MAX_LENGTH_EXCEEDED,
-        Termination::Resignation | Termination::Tablebase => ADJUDICATED,
+        Termination::MAX_PLIES => ADJUDICATED | MAX_LENGTH_EXCEEDED,
+        // A material win may come before the cap (`material_adjudication_plies`).
+        Termination::Resignation | Termination::Tablebase | Termination::Material => ADJUDICATED,
         Termination::Rule(_) => 0,
     };
     replay(game, |ply, state, legal, played| {
