@@ -88,7 +88,6 @@ pub fn run(learn: &LearnArgs) -> Result<()> {
     let mut session = Session::open(args)?;
     let mut teacher = teacher_phase::start(engines, &mut session)?;
     let stop = stop_on_ctrl_c();
-    let started = Instant::now();
     // Sets `stop` at the limit: waiting and training see it within seconds.
     let _deadline = Deadline::start_minutes(args.minutes, &stop)?;
     let per_generation = session.config.run.games_per_generation.max(1);
@@ -97,7 +96,7 @@ pub fn run(learn: &LearnArgs) -> Result<()> {
         session.location
     );
     loop {
-        if args.should_stop(session.generation, started, &stop) {
+        if args.should_stop(session.generation, &stop) {
             break;
         }
         let gen_start = Instant::now();
@@ -205,7 +204,6 @@ fn run_on_data(learn: &LearnArgs) -> Result<()> {
         .unwrap_or(session.config.run.steps_per_generation)
         .max(1);
     let stop = stop_on_ctrl_c();
-    let started = Instant::now();
     let _deadline = Deadline::start_minutes(args.minutes, &stop)?;
     eprintln!(
         "training on {} ({} steps a generation{})",
@@ -215,8 +213,7 @@ fn run_on_data(learn: &LearnArgs) -> Result<()> {
     );
     let mut done = 0u64;
     loop {
-        if args.should_stop(session.generation, started, &stop) || total.is_some_and(|t| done >= t)
-        {
+        if args.should_stop(session.generation, &stop) || total.is_some_and(|t| done >= t) {
             break;
         }
         let gen_start = Instant::now();

@@ -59,13 +59,11 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
         None => Vec::new(),
     };
     let mut teacher = teacher_phase::start(engines, &mut session)?;
-    // Sets `stop` at the limit: self-play and training see it within a move or a step. The
-    // limit starts first, so that the loop's own clock check (`should_stop`) never passes
-    // before the limit does.
-    let deadline = Deadline::start_minutes(args.minutes, &stop)?;
     let started = Instant::now();
+    // Sets `stop` at the limit: self-play and training see it within a move or a step.
+    let deadline = Deadline::start_minutes(args.minutes, &stop)?;
     loop {
-        if args.should_stop(session.generation, started, &stop) {
+        if args.should_stop(session.generation, &stop) {
             break;
         }
         let next = session.generation + 1;
@@ -148,7 +146,7 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
     }
     teacher_phase::stop(teacher, &session);
     outcome.seconds = started.elapsed().as_secs_f64();
-    outcome.deadline_reached = deadline.as_ref().is_some_and(Deadline::expired);
+    outcome.deadline_reached = deadline.as_ref().is_some_and(Deadline::fired);
     drop(deadline);
     outcome.generation = session.generation;
     session.report_stop();

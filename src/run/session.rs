@@ -6,7 +6,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cfzero_eval::elo::signed_elo;
@@ -108,14 +107,11 @@ impl RunArgs {
         RunLocation::parse(&self.run.to_string_lossy()).map_err(user_error)
     }
 
-    /// Whether the run should stop before generation `generation + 1`: the generation or
-    /// time limit is reached, or Ctrl-C was pressed.
-    pub fn should_stop(&self, generation: u32, started: Instant, stop: &AtomicBool) -> bool {
-        self.generations.is_some_and(|max| generation >= max)
-            || self
-                .minutes
-                .is_some_and(|m| started.elapsed().as_secs_f64() >= m * 60.0)
-            || stop.load(Ordering::Relaxed)
+    /// Whether the run should stop before generation `generation + 1`: the generation limit
+    /// is reached, or `stop` is set (Ctrl-C, or the `--minutes` [`crate::run::deadline`], the
+    /// one clock of a run's time limit).
+    pub fn should_stop(&self, generation: u32, stop: &AtomicBool) -> bool {
+        self.generations.is_some_and(|max| generation >= max) || stop.load(Ordering::Relaxed)
     }
 }
 
