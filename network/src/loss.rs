@@ -141,6 +141,20 @@ fn cross_entropy(logits: &Tensor, target: &Tensor) -> Tensor {
         .mean(Kind::Float)
 }
 
+/// `-sum target * log_softmax(logits)` of each row, averaged over the rows that carry a
+/// target: a row of zeros (a position trained for its value alone) counts for nothing, and
+/// with every row a target this is the plain mean.
+fn policy_cross_entropy(logits: &Tensor, target: &Tensor) -> Tensor {
+    let per_row =
+        -(target * logits.log_softmax(-1, Kind::Float)).sum_dim_intlist(-1, false, Kind::Float);
+    let rows = target
+        .sum_dim_intlist(-1, false, Kind::Float)
+        .gt(0.0)
+        .to_kind(Kind::Float)
+        .sum(Kind::Float);
+    per_row.sum(Kind::Float) / rows.clamp_min(1.0)
+}
+
 /// Soft policy target: `p^(1/T)` renormalised over each row (zero rows stay zero).
 pub fn soft_target(policy: &Tensor) -> Tensor {
     let t = policy
@@ -223,13 +237,13 @@ pub fn loss(outputs: &ModelOutputs, batch: &TrainingBatch, weights: &LossWeights
     };
     add(
         LossTerm::Policy,
-        cross_entropy(
+        policy_cross_entropy(
             &mask_logits(&outputs.policy, &batch.legal, ILLEGAL_LOGIT),
             &batch.policy,
         ),
     );
     if let Some(soft) = &outputs.soft_policy {
-        let l = cross_entropy(
+        let l = policy_cross_entropy(
             &mask_logits(soft, &batch.legal, ILLEGAL_LOGIT),
             &soft_target(&batch.policy),
         );

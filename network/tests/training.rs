@@ -112,6 +112,55 @@ fn unknown_plies_left_train_nothing() {
     terms.total.backward();
 }
 
+/// Rows whose policy target is all zero (positions trained for their value alone) add
+/// nothing to the policy terms, which average over the other rows; the value terms are
+/// those of the whole batch.
+#[test]
+fn rows_without_a_policy_target_train_the_value_heads_alone() {
+    let _seeded = cfzero_network::seeded(4);
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let mut batch = synthetic_batch(4, 20, 6);
+    let out = net.forward(&batch.inputs);
+    let full = loss(&out, &batch, &LossWeights::default());
+    let keep = Tensor::from_slice(&[1.0f32, 0.0, 1.0, 0.0]).unsqueeze(-1);
+    batch.policy = &batch.policy * &keep;
+    let part = loss(&out, &batch, &LossWeights::default());
+    let masked = out.policy.masked_fill(
+        &batch.legal.to_kind(Kind::Bool).logical_not(),
+        f64::NEG_INFINITY,
+    );
+    let logp = masked.log_softmax(-1, Kind::Float);
+    let per_row = -(logp.masked_fill(&batch.policy.eq(0.0), 0.0) * &batch.policy).sum_dim_intlist(
+        -1,
+        false,
+        Kind::Float,
+    );
+    let expect = (per_row.double_value(&[0]) + per_row.double_value(&[2])) / 2.0;
+    let got = part.get(LossTerm::Policy);
+    assert!((got - expect).abs() < 1e-5, "{got} against {expect}");
+    assert!(
+        (got - full.get(LossTerm::Policy)).abs() > 1e-4,
+        "the zero rows changed nothing"
+    );
+    if out.soft_policy.is_some() {
+        assert!(part.get(LossTerm::SoftPolicy) > 0.0);
+    }
+    for term in [
+        LossTerm::Winner,
+        LossTerm::Q,
+        LossTerm::St,
+        LossTerm::MovesLeft,
+    ] {
+        assert_eq!(part.get(term), full.get(term), "{}", term.name());
+    }
+    // With no policy target at all the policy terms are 0, not NaN.
+    batch.policy = batch.policy.zeros_like();
+    let none = loss(&out, &batch, &LossWeights::default());
+    assert_eq!(none.get(LossTerm::Policy), 0.0);
+    assert_eq!(none.get(LossTerm::SoftPolicy), 0.0);
+    assert!(none.total_value.is_finite());
+}
+
 #[test]
 fn soft_target_is_the_fourth_root_renormalised() {
     let p = Tensor::from_slice(&[0.0f32, 0.0625, 0.9375, 0.0]).view([1, 4]);

@@ -1,5 +1,6 @@
 //! The replay window: the most recent games' trainable positions, sampled uniformly (or,
-//! within a game, partly by how much the search's policy surprised the network).
+//! within a game, partly by how much the search's policy surprised the network), and, where
+//! asked, their cheap searches' positions for the value heads alone.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,11 @@ pub struct WindowConfig {
     /// ([`crate::record::PositionRecord::surprise`]), the rest evenly; a game is still drawn
     /// as often as its number of positions says. 0 draws every position alike.
     pub surprise_share: f64,
+    /// Share of the training draws that take a position without a policy target (a cheap
+    /// search's), uniformly among the window's, to train the value heads alone: the game's
+    /// result labels every position it played, while only the full searches label a policy.
+    /// 0 draws only positions with a policy target.
+    pub value_only_share: f64,
 }
 
 impl Default for WindowConfig {
@@ -54,6 +60,7 @@ impl Default for WindowConfig {
             validation_share: 0.05,
             validation_positions: 20_000,
             surprise_share: 0.0,
+            value_only_share: 0.0,
         }
     }
 }
@@ -82,6 +89,14 @@ impl WindowConfig {
             ));
         }
         InvalidSetting::in_range("surprise_share", self.surprise_share, 0.0, false, 1.0)?;
+        // A share of 1 would train no policy at all, and the steps that keep the trainable
+        // positions' reuse would be infinite.
+        if !(0.0..1.0).contains(&self.value_only_share) {
+            return Err(InvalidSetting::new(
+                "value_only_share",
+                format!("must be in [0, 1) (got {})", self.value_only_share),
+            ));
+        }
         Ok(())
     }
 
@@ -108,6 +123,9 @@ struct GameQueue {
     /// ending at its count of them ([`surprise_weights`]); empty where they are even.
     weights: VecDeque<Box<[f32]>>,
     positions: usize,
+    /// Positions of each game in `games` without a policy target, and their total.
+    value_only: VecDeque<usize>,
+    value_only_positions: usize,
 }
 
 impl GameQueue {
@@ -115,13 +133,17 @@ impl GameQueue {
     /// `surprise_share` of surprise, then drops the oldest games while the others hold at
     /// least `limit` positions (one game always stays).
     fn push(&mut self, game: Arc<GameRecord>, n: usize, limit: usize, surprise_share: f64) {
+        let value_only = game.positions.len() - n;
         self.positions += n;
+        self.value_only_positions += value_only;
         self.weights
             .push_back(surprise_weights(&game, surprise_share));
         self.games.push_back(game);
         self.trainable.push_back(n);
+        self.value_only.push_back(value_only);
         while self.games.len() > 1 && self.positions - self.trainable[0] >= limit.max(1) {
             self.positions -= self.trainable.pop_front().expect("non-empty");
+            self.value_only_positions -= self.value_only.pop_front().expect("non-empty");
             self.games.pop_front();
             self.weights.pop_front();
         }
@@ -134,28 +156,53 @@ impl GameQueue {
         if self.positions == 0 {
             return None;
         }
-        let mut k = rng.random_range(0..self.positions);
-        for ((game, &n), weights) in self.games.iter().zip(&self.trainable).zip(&self.weights) {
-            if k < n {
-                if !weights.is_empty() {
-                    // A point in [0, n) whose integer part is k; the weights cut [0, n) into
-                    // one interval a position.
-                    let at = k as f32 + rng.random::<f32>();
-                    k = weights.partition_point(|&w| w <= at).min(n - 1);
-                }
-                let ply = game
-                    .positions
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, p)| p.is_trainable())
-                    .nth(k)?
-                    .0;
-                return Some((game.clone(), ply));
-            }
-            k -= n;
+        let (i, mut k) = locate(&self.trainable, rng.random_range(0..self.positions))?;
+        let (game, n, weights) = (&self.games[i], self.trainable[i], &self.weights[i]);
+        if !weights.is_empty() {
+            // A point in [0, n) whose integer part is k; the weights cut [0, n) into one
+            // interval a position.
+            let at = k as f32 + rng.random::<f32>();
+            k = weights.partition_point(|&w| w <= at).min(n - 1);
         }
-        None
+        Some((game.clone(), nth_ply(game, k, true)?))
     }
+
+    /// A drawn position without a policy target, uniformly among the queue's: the game and
+    /// the ply. `None` when there is none.
+    fn sample_value_only(&self, rng: &mut impl Rng) -> Option<(Arc<GameRecord>, usize)> {
+        if self.value_only_positions == 0 {
+            return None;
+        }
+        let (i, k) = locate(
+            &self.value_only,
+            rng.random_range(0..self.value_only_positions),
+        )?;
+        let game = &self.games[i];
+        Some((game.clone(), nth_ply(game, k, false)?))
+    }
+}
+
+/// Where the `k`-th of a queue's positions lies, its games holding `counts` of them in
+/// order: the game's index and `k` within that game. `None` past the last.
+fn locate(counts: &VecDeque<usize>, mut k: usize) -> Option<(usize, usize)> {
+    for (i, &n) in counts.iter().enumerate() {
+        if k < n {
+            return Some((i, k));
+        }
+        k -= n;
+    }
+    None
+}
+
+/// The ply of the `k`-th position of `game` that has a policy target (`trainable`), or that
+/// has none.
+fn nth_ply(game: &GameRecord, k: usize, trainable: bool) -> Option<usize> {
+    game.positions
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.is_trainable() == trainable)
+        .nth(k)
+        .map(|(ply, _)| ply)
 }
 
 /// The cumulative sampling weights of a game's trainable positions in ply order, summing
@@ -339,9 +386,16 @@ impl ReplayWindow {
         self.validation.sample(rng)
     }
 
-    /// A uniformly drawn trainable position of a training game: the game and the ply.
+    /// A drawn position of a training game: the game and the ply. With probability
+    /// `value_only_share` (while the window holds such positions) one without a policy
+    /// target, uniformly; else a trainable one, uniformly or as `surprise_share` weighs them.
     /// `None` when empty.
     pub fn sample(&self, rng: &mut impl Rng) -> Option<(Arc<GameRecord>, usize)> {
+        let share = self.config.value_only_share;
+        // A share of 0 draws no number here, so a seed's draws stay those it always gave.
+        if share > 0.0 && self.train.value_only_positions > 0 && rng.random::<f64>() < share {
+            return self.train.sample_value_only(rng);
+        }
         self.train.sample(rng)
     }
 }
@@ -449,12 +503,12 @@ mod tests {
         })
     }
 
-    /// How often each (game, ply) is drawn from a window of `games` in `draws` draws.
-    fn shares(games: &[Arc<GameRecord>], surprise_share: f64, draws: usize) -> Vec<Vec<f64>> {
+    /// How often each (game, ply) is drawn from a window of `games` in `draws` draws, with
+    /// `config` (no game held out).
+    fn shares(games: &[Arc<GameRecord>], config: WindowConfig, draws: usize) -> Vec<Vec<f64>> {
         let mut window = ReplayWindow::new(WindowConfig {
             validation_share: 0.0,
-            surprise_share,
-            ..WindowConfig::default()
+            ..config
         });
         for g in games {
             window.add(g.clone());
@@ -484,19 +538,90 @@ mod tests {
         let b = game(&[Some(0.0), Some(0.0)]);
         let games = [a, b];
         // Evenly: each of the five trainable positions a fifth of the time.
-        let even = shares(&games, 0.0, 100_000);
+        let surprise = |surprise_share| WindowConfig {
+            surprise_share,
+            ..WindowConfig::default()
+        };
+        let even = shares(&games, surprise(0.0), 100_000);
         assert_near(&even[0], &[0.2, 0.0, 0.2, 0.2]);
         assert_near(&even[1], &[0.2, 0.2]);
         // Half by surprise: weights 0.5, 0.5 and 2 within the first game, which is still
         // drawn three fifths of the time; the second game is as it was.
-        let half = shares(&games, 0.5, 100_000);
+        let half = shares(&games, surprise(0.5), 100_000);
         assert_near(&half[0], &[0.1, 0.0, 0.1, 0.4]);
         assert_near(&half[1], &[0.2, 0.2]);
         // All by surprise: the first game's draws all go to its surprising position.
-        let all = shares(&games, 1.0, 100_000);
+        let all = shares(&games, surprise(1.0), 100_000);
         assert_near(&all[0], &[0.0, 0.0, 0.0, 0.6]);
         assert_near(&all[1], &[0.2, 0.2]);
         assert_eq!(all[0][0], 0.0);
+    }
+
+    #[test]
+    fn a_value_only_share_draws_the_cheap_searches_positions_that_often() {
+        // Trainable plies 0 and 2 of the first game and 0 of the second; four positions
+        // without a policy target.
+        let a = game(&[Some(0.0), None, Some(0.0), None, None]);
+        let b = game(&[Some(0.0), None]);
+        let games = [a, b];
+        let value_only = |value_only_share| WindowConfig {
+            value_only_share,
+            ..WindowConfig::default()
+        };
+        // 0: only the three trainable positions, a third each.
+        let none = shares(&games, value_only(0.0), 100_000);
+        assert_near(&none[0], &[1.0 / 3.0, 0.0, 1.0 / 3.0, 0.0, 0.0]);
+        assert_near(&none[1], &[1.0 / 3.0, 0.0]);
+        assert_eq!(
+            (none[0][1], none[0][3], none[0][4], none[1][1]),
+            (0.0, 0.0, 0.0, 0.0)
+        );
+        // 0.4: six tenths over the trainable three, four tenths over the other four.
+        let some = shares(&games, value_only(0.4), 100_000);
+        assert_near(&some[0], &[0.2, 0.1, 0.2, 0.1, 0.1]);
+        assert_near(&some[1], &[0.2, 0.1]);
+        // A window whose games have no such position draws its trainable ones at any share.
+        let full = [game(&[Some(0.0), Some(0.0)])];
+        assert_near(&shares(&full, value_only(0.9), 10_000)[0], &[0.5, 0.5]);
+    }
+
+    #[test]
+    fn value_only_positions_leave_with_their_game() {
+        // The window keeps two trainable positions: each new game of two pushes the oldest out.
+        let mut window = ReplayWindow::new(WindowConfig {
+            min_positions: 2,
+            max_positions: 2,
+            validation_share: 0.0,
+            value_only_share: 0.5,
+            ..WindowConfig::default()
+        });
+        let old = game(&[Some(0.0), None, None, Some(0.0)]);
+        let new = game(&[Some(0.0), Some(0.0)]);
+        window.add(old.clone());
+        window.add(new.clone());
+        assert_eq!(window.games(), 1);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for _ in 0..1000 {
+            let (g, _) = window.sample(&mut rng).unwrap();
+            assert!(Arc::ptr_eq(&g, &new), "a dropped game's position was drawn");
+        }
+    }
+
+    #[test]
+    fn a_value_only_share_outside_zero_to_one_is_refused() {
+        for bad in [-0.1, 1.0, f64::NAN] {
+            let config = WindowConfig {
+                value_only_share: bad,
+                ..WindowConfig::default()
+            };
+            let err = config.validate().unwrap_err().to_string();
+            assert!(err.contains("value_only_share"), "{bad}: {err}");
+        }
+        let fine = WindowConfig {
+            value_only_share: 0.5,
+            ..WindowConfig::default()
+        };
+        assert!(fine.validate().is_ok());
     }
 
     #[test]

@@ -165,11 +165,9 @@ fn directory_scan_skips_torn_and_corrupt_files() {
     let mut window = ReplayWindow::new(WindowConfig {
         min_positions: 1000,
         max_positions: 1000,
-        alpha: 0.75,
-        beta: 0.4,
         validation_share: 0.0,
         validation_positions: 0,
-        surprise_share: 0.0,
+        ..WindowConfig::default()
     });
     let (added, skipped) = window.load_new_files(dir.path()).unwrap();
     assert_eq!(added, 2 * games.len(), "the intact files' games");
@@ -297,11 +295,9 @@ fn a_record_that_does_not_replay_is_quarantined_as_it_enters_the_window() {
     let mut window = ReplayWindow::new(WindowConfig {
         min_positions: 100_000,
         max_positions: 100_000,
-        alpha: 0.75,
-        beta: 0.4,
         validation_share: 0.0,
         validation_positions: 0,
-        surprise_share: 0.0,
+        ..WindowConfig::default()
     });
     let (added, skipped) = window.load_new_files(dir.path()).unwrap();
     assert_eq!(added, games.len(), "only the good file's games");
@@ -322,11 +318,9 @@ fn a_record_that_does_not_replay_is_quarantined_as_it_enters_the_window() {
     let mut fresh = ReplayWindow::new(WindowConfig {
         min_positions: 100_000,
         max_positions: 100_000,
-        alpha: 0.75,
-        beta: 0.4,
         validation_share: 0.0,
         validation_positions: 0,
-        surprise_share: 0.0,
+        ..WindowConfig::default()
     });
     let (added, skipped) = fresh.load_new_files(dir.path()).unwrap();
     assert_eq!((added, skipped.len()), (games.len(), 0));

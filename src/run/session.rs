@@ -173,6 +173,13 @@ fn reuse_steps(reuse: f64, new_positions: usize, batch: usize, window_share: f64
     ((samples / batch.max(1) as f64).ceil() as u64).max(1)
 }
 
+/// The share of the batches' draws that take a trainable position of the window: the
+/// window's weight among the data sources (`others` the sum of the rest), less its draws of
+/// positions without a policy target (`value_only_share` of them).
+fn trainable_share(window_weight: f64, others: f64, value_only_share: f64) -> f64 {
+    window_weight / (window_weight + others) * (1.0 - value_only_share)
+}
+
 /// Whether `err` is a write refused by the trainer lease's fence: the trainer must stop.
 fn is_fenced(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
@@ -557,12 +564,17 @@ impl Session {
     /// position about that many times (at least one step). The steps follow the samples the
     /// window gets: where data sources share the batches (a teacher's labels), the window's
     /// share of them is smaller and the steps more, so that self-play's positions keep their
-    /// reuse at any teacher weight.
+    /// reuse at any teacher weight; so are the window's draws of positions without a policy
+    /// target (`window.value_only_share`), which are no trainable position's reuse.
     pub fn steps_for(&self, new_positions: usize) -> u64 {
         let run = &self.config.run;
         if run.sample_reuse > 0.0 {
             let others: f64 = self.data.iter().map(|(_, w)| w).sum();
-            let share = self.window_weight / (self.window_weight + others);
+            let share = trainable_share(
+                self.window_weight,
+                others,
+                self.config.window.value_only_share,
+            );
             reuse_steps(
                 run.sample_reuse,
                 new_positions,
@@ -835,7 +847,7 @@ pub fn count_records(dir: &Path) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::reuse_steps;
+    use super::{reuse_steps, trainable_share};
 
     /// Self-play's positions keep their reuse whatever share of the batches the window gets.
     #[test]
@@ -849,5 +861,20 @@ mod tests {
         assert_eq!(reuse_steps(3.0, 1000, 256, f64::NAN), 12);
         // At least one step.
         assert_eq!(reuse_steps(3.0, 0, 256, 0.5), 1);
+    }
+
+    /// Draws of positions without a policy target are no trainable position's reuse: the
+    /// steps grow to keep it, beside a teacher as alone.
+    #[test]
+    fn value_only_draws_shrink_the_trainable_share() {
+        assert_eq!(trainable_share(1.0, 0.0, 0.0), 1.0);
+        assert_eq!(trainable_share(1.0, 3.0, 0.0), 0.25);
+        assert_eq!(trainable_share(1.0, 0.0, 0.25), 0.75);
+        assert_eq!(trainable_share(1.0, 1.0, 0.5), 0.25);
+        // 3,000 draws of trainable positions at three quarters of each batch of 256.
+        assert_eq!(
+            reuse_steps(3.0, 1000, 256, trainable_share(1.0, 0.0, 0.25)),
+            16
+        );
     }
 }

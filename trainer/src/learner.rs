@@ -290,18 +290,25 @@ impl Learner {
 ///
 /// A move tied with the target's best counts: a teacher's target gives every move of the same
 /// score the same share (all the mates of a won position, moves of equal centipawns), and
-/// comparing with one arbitrary index of them undercounted agreement.
+/// comparing with one arbitrary index of them undercounted agreement. Rows without a policy
+/// target (positions trained for their value alone) are left out of the accuracy; a batch
+/// with none has accuracy NaN.
 fn accuracy_and_mse(outputs: &cfzero_network::ModelOutputs, tb: &TrainingBatch) -> (f64, f64) {
     let legal = tb.legal.gt(0.5);
     let predicted = mask_illegal(&outputs.policy, &legal).argmax(-1, true);
     let best = tb.policy.amax([-1i64].as_slice(), true);
-    let acc = tb
+    let targeted = best.gt(0.0).to_kind(Kind::Float);
+    let agree = tb
         .policy
         .gather(-1, &predicted, false)
-        .ge_tensor(&(best * (1.0 - 1e-6)))
-        .to_kind(Kind::Float)
-        .mean(Kind::Float)
-        .double_value(&[]);
+        .ge_tensor(&(&best * (1.0 - 1e-6)))
+        .to_kind(Kind::Float);
+    let rows = targeted.sum(Kind::Float).double_value(&[]);
+    let acc = if rows > 0.0 {
+        (agree * &targeted).sum(Kind::Float).double_value(&[]) / rows
+    } else {
+        f64::NAN
+    };
     let mse = outputs.wdl.as_ref().map_or(f64::NAN, |wdl| {
         let p = wdl.softmax(-1, Kind::Float);
         let v = p.select(1, 0) - p.select(1, 2);
@@ -330,7 +337,7 @@ mod tests {
     }
 
     #[test]
-    fn accuracy_counts_a_move_tied_with_the_best_and_ignores_illegal_ones() {
+    fn accuracy_counts_a_move_tied_with_the_best_and_ignores_illegal_ones_and_untargeted_rows() {
         let legal_moves: &[(usize, f32)] = &[(0, 1.0), (1, 1.0), (2, 1.0), (3, 1.0)];
         let targets = rows(
             &[
@@ -340,6 +347,8 @@ mod tests {
                 &[(1, 0.6), (2, 0.4)],
                 // The net's largest logit is on an illegal move; its best legal one is 1.
                 &[(1, 0.7), (3, 0.3)],
+                // No policy target (a position trained for its value alone): not counted.
+                &[],
             ],
             0.0,
         );
@@ -348,10 +357,11 @@ mod tests {
                 &[(2, 3.0), (1, 1.0)],
                 &[(2, 3.0), (1, 1.0)],
                 &[(10, 9.0), (1, 2.0)],
+                &[(2, 3.0), (1, 1.0)],
             ],
             0.0,
         );
-        let n = 3;
+        let n = 4;
         let outputs = ModelOutputs {
             policy: logits,
             soft_policy: None,
@@ -363,7 +373,7 @@ mod tests {
         let batch = TrainingBatch {
             inputs: Tensor::zeros([n, 1], (tch::Kind::Float, tch::Device::Cpu)),
             policy: targets,
-            legal: rows(&[legal_moves, legal_moves, legal_moves], 0.0),
+            legal: rows(&[legal_moves, legal_moves, legal_moves, legal_moves], 0.0),
             wdl: Tensor::zeros([n, 3], (tch::Kind::Float, tch::Device::Cpu)),
             q: Tensor::zeros([n], (tch::Kind::Float, tch::Device::Cpu)),
             st: Tensor::zeros([n], (tch::Kind::Float, tch::Device::Cpu)),

@@ -135,8 +135,9 @@ pub struct SampleScratch {
 }
 
 /// Writes position `ply` of `game` into slot `slot` of `batch`: the input planes, the
-/// policy target over the legal moves (renormalised after quantisation), the legal mask,
-/// and the value, short-term and moves-left targets (see [`TargetOptions`]).
+/// policy target over the legal moves (renormalised after quantisation; a row of zeros for a
+/// position without one, a cheap search's, which the loss then trains for its value alone),
+/// the legal mask, and the value, short-term and moves-left targets (see [`TargetOptions`]).
 pub fn fill_position(
     game: &GameRecord,
     ply: usize,
@@ -148,7 +149,7 @@ pub fn fill_position(
     let state = replay_prefix(game, ply, &mut scratch.legal, |_, _, _, _| {})?;
     let record = &game.positions[ply];
     state.legal_moves(&mut scratch.legal);
-    if record.policy.len() != scratch.legal.len() {
+    if record.is_trainable() && record.policy.len() != scratch.legal.len() {
         return Err(ReplayError::BadPolicy {
             ply,
             entries: record.policy.len(),
@@ -170,14 +171,16 @@ pub fn fill_position(
         .map(|&q| dequantize_probability(q))
         .sum();
     let uniform = 1.0 / scratch.legal.len() as f32;
-    for (mv, &q) in scratch.legal.iter().zip(&record.policy) {
+    for (k, mv) in scratch.legal.iter().enumerate() {
         let i = move_index(mv, turn);
         legal[i] = 1.0;
-        policy[i] = if total > 0.0 {
-            dequantize_probability(q) / total
-        } else {
-            uniform
-        };
+        if let Some(&q) = record.policy.get(k) {
+            policy[i] = if total > 0.0 {
+                dequantize_probability(q) / total
+            } else {
+                uniform
+            };
+        }
     }
     let z = game.result.value_for(turn);
     let q = targets.q(record);

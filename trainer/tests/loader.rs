@@ -149,6 +149,47 @@ fn fill_position_writes_the_replayed_position_into_its_slot_only() {
 }
 
 #[test]
+fn a_cheap_searchs_position_gets_its_legal_moves_and_values_but_no_policy_target() {
+    let full = random_game(3, 20);
+    let ply = 9;
+    let mut cheap = full.clone();
+    cheap.positions[ply].policy.clear();
+    let slot = |game: &GameRecord| {
+        let mut batch = HostBatch::default();
+        batch.reset(1);
+        let mut scratch = SampleScratch::default();
+        fill_position(game, ply, &mut batch, 0, &mut scratch, &targets()).unwrap();
+        batch
+    };
+    let (with, without) = (slot(&full), slot(&cheap));
+    assert!(without.policy.iter().all(|&p| p == 0.0), "a policy target");
+    assert!(with.policy.iter().sum::<f32>() > 0.99);
+    // Everything else is what the position with a policy target gets.
+    assert_eq!(without.inputs, with.inputs);
+    assert_eq!(without.legal, with.legal);
+    assert!(without.legal.iter().filter(|&&l| l == 1.0).count() > 1);
+    assert_eq!(without.wdl, with.wdl);
+    assert_eq!(
+        (without.q, without.st, without.moves_left),
+        (with.q, with.st, with.moves_left)
+    );
+    // A policy target with a wrong number of entries is still refused.
+    let mut bad = full.clone();
+    bad.positions[ply].policy.pop();
+    let mut batch = HostBatch::default();
+    batch.reset(1);
+    let err = fill_position(
+        &bad,
+        ply,
+        &mut batch,
+        0,
+        &mut SampleScratch::default(),
+        &targets(),
+    );
+    assert!(err.is_err(), "a short policy was written");
+}
+
+#[test]
 fn a_game_adjudicated_at_the_length_cap_trains_its_value_on_the_search_alone() {
     let capped = random_game(3, 20);
     assert_eq!(capped.termination, Termination::MAX_PLIES);

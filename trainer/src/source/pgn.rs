@@ -120,6 +120,7 @@ pub fn read_games(
         validation_share: limits.validation_share.clamp(0.0, 1.0),
         validation_positions: cap,
         surprise_share: 0.0,
+        value_only_share: 0.0,
     });
     let (games, stats) = parse_games(reader, filters, cap)?;
     for game in games {

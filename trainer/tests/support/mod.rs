@@ -77,11 +77,9 @@ pub fn window_config() -> WindowConfig {
     WindowConfig {
         min_positions: 10_000,
         max_positions: 10_000,
-        alpha: 0.75,
-        beta: 0.4,
         validation_share: 0.0,
         validation_positions: 0,
-        surprise_share: 0.0,
+        ..WindowConfig::default()
     }
 }
 
