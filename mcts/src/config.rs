@@ -57,6 +57,12 @@ pub struct SearchConfig {
     pub c_scale: f32,
     /// How Q is mapped to [0, 1] for `sigma`.
     pub q_normalization: QNormalization,
+    /// Under [`QNormalization::MinMax`], the smallest spread of the completed Q values that is
+    /// stretched to the full scale: a spread below it maps to a share of [0, 1] in proportion,
+    /// so that Q values the net cannot tell apart do not swing `sigma` as much as a real
+    /// difference. 0 rescales every spread to [0, 1]; 2 (the whole range of a value) is
+    /// [`QNormalization::Fixed`] up to a constant, which changes no choice.
+    pub q_range_floor: f32,
     /// PUCT: exploration constant.
     pub cpuct: f32,
     /// PUCT: an unvisited child gets the parent's Q minus
@@ -100,6 +106,7 @@ impl Default for SearchConfig {
             c_visit: 50.0,
             c_scale: 0.1,
             q_normalization: QNormalization::MinMax,
+            q_range_floor: 0.0,
             cpuct: 1.25,
             fpu_reduction: 0.3,
             dirichlet_alpha: 0.3,
@@ -166,6 +173,7 @@ impl SearchConfig {
             true,
             inf,
         )?;
+        InvalidSetting::in_range("q_range_floor", self.q_range_floor.into(), 0.0, false, 2.0)?;
         InvalidSetting::in_range(
             "dirichlet_epsilon",
             self.dirichlet_epsilon.into(),

@@ -49,7 +49,7 @@ pub fn sigma_completed_q<M: Copy>(
         max_visits = max_visits.max(tree.edge_visits(e));
         out.push(tree.edge_q(e).unwrap_or(mix));
     }
-    normalize(out, config.q_normalization);
+    normalize(out, config.q_normalization, config.q_range_floor);
     let scale = (config.c_visit + max_visits as f32) * config.c_scale;
     for q in out.iter_mut() {
         *q *= scale;
@@ -57,14 +57,15 @@ pub fn sigma_completed_q<M: Copy>(
     max_visits
 }
 
-/// Maps Q values in [-1, 1] to [0, 1] in place.
-pub fn normalize(q: &mut [f32], mode: QNormalization) {
+/// Maps Q values in [-1, 1] to [0, 1] in place; under min-max a spread below `floor` is
+/// divided by `floor` instead ([`SearchConfig::q_range_floor`]).
+pub fn normalize(q: &mut [f32], mode: QNormalization, floor: f32) {
     match mode {
         QNormalization::Fixed => q.iter_mut().for_each(|x| *x = (*x + 1.0) / 2.0),
         QNormalization::MinMax => {
             let lo = q.iter().copied().fold(f32::INFINITY, f32::min);
             let hi = q.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let range = (hi - lo).max(MIN_RANGE);
+            let range = (hi - lo).max(floor).max(MIN_RANGE);
             q.iter_mut().for_each(|x| *x = (*x - lo) / range);
         }
     }
@@ -145,6 +146,61 @@ mod tests {
         let expected = [0.25 * scale, 0.525 * scale, scale];
         for (a, b) in out.iter().zip(expected) {
             assert!((a - b).abs() < 1e-5, "{out:?}");
+        }
+    }
+
+    #[test]
+    fn a_range_floor_keeps_a_small_spread_small() {
+        // completed q = [-0.5, 0.05, 1] as above: a spread of 1.5.
+        let tree = small_tree();
+        let sigma = |q_range_floor| {
+            let config = SearchConfig {
+                q_range_floor,
+                ..SearchConfig::default()
+            };
+            let mut out = Vec::new();
+            sigma_completed_q(&tree, 0, &config, &mut out);
+            out
+        };
+        let scale = 5.2;
+        // A floor below the spread changes nothing.
+        assert_eq!(sigma(1.0), sigma(0.0));
+        // A floor of 2: divided by 2, as fixed bounds, up to a constant.
+        let floored = sigma(2.0);
+        let expected = [0.0, 0.55 / 2.0 * scale, 1.5 / 2.0 * scale];
+        for (a, b) in floored.iter().zip(expected) {
+            assert!((a - b).abs() < 1e-5, "{floored:?}");
+        }
+        let fixed = {
+            let config = SearchConfig {
+                q_normalization: QNormalization::Fixed,
+                ..SearchConfig::default()
+            };
+            let mut out = Vec::new();
+            sigma_completed_q(&tree, 0, &config, &mut out);
+            out
+        };
+        for (f, x) in floored.iter().zip(&fixed) {
+            assert!((x - f - fixed[0]).abs() < 1e-5, "{floored:?} against {fixed:?}");
+        }
+        // Flat values stay flat at any floor.
+        let mut flat = [0.3f32, 0.3, 0.3];
+        normalize(&mut flat, QNormalization::MinMax, 0.1);
+        assert_eq!(flat, [0.0, 0.0, 0.0]);
+        // A spread of 0.02 under a floor of 0.1: a fifth of the scale, not all of it.
+        let mut close = [0.0f32, 0.01, 0.02];
+        normalize(&mut close, QNormalization::MinMax, 0.1);
+        for (a, b) in close.iter().zip([0.0, 0.1, 0.2]) {
+            assert!((a - b).abs() < 1e-5, "{close:?}");
+        }
+        // Past the range of a value, or below 0, it is refused.
+        for bad in [-0.1f32, 2.5, f32::NAN] {
+            let config = SearchConfig {
+                q_range_floor: bad,
+                ..SearchConfig::default()
+            };
+            let err = config.validate().unwrap_err().to_string();
+            assert!(err.contains("q_range_floor"), "{bad}: {err}");
         }
     }
 
