@@ -181,7 +181,10 @@ mod tests {
             out
         };
         for (f, x) in floored.iter().zip(&fixed) {
-            assert!((x - f - fixed[0]).abs() < 1e-5, "{floored:?} against {fixed:?}");
+            assert!(
+                (x - f - fixed[0]).abs() < 1e-5,
+                "{floored:?} against {fixed:?}"
+            );
         }
         // Flat values stay flat at any floor.
         let mut flat = [0.3f32, 0.3, 0.3];
