@@ -134,19 +134,20 @@ impl LossTerms {
     }
 }
 
-/// Mean over the batch of `-sum target * log_softmax(logits)`.
-fn cross_entropy(logits: &Tensor, target: &Tensor) -> Tensor {
-    -(target * logits.log_softmax(-1, Kind::Float))
-        .sum_dim_intlist(-1, false, Kind::Float)
-        .mean(Kind::Float)
+/// `-sum target * log_softmax(logits)` of each row, `[B]`.
+fn row_cross_entropy(logits: &Tensor, target: &Tensor) -> Tensor {
+    -(target * logits.log_softmax(-1, Kind::Float)).sum_dim_intlist(-1, false, Kind::Float)
 }
 
-/// `-sum target * log_softmax(logits)` of each row, averaged over the rows that carry a
-/// target: a row of zeros (a position trained for its value alone) counts for nothing, and
+/// Mean over the batch of [`row_cross_entropy`].
+fn cross_entropy(logits: &Tensor, target: &Tensor) -> Tensor {
+    row_cross_entropy(logits, target).mean(Kind::Float)
+}
+
+/// [`row_cross_entropy`] averaged over the rows that carry a target: a row of zeros (a position trained for its value alone) counts for nothing, and
 /// with every row a target this is the plain mean.
 fn policy_cross_entropy(logits: &Tensor, target: &Tensor) -> Tensor {
-    let per_row =
-        -(target * logits.log_softmax(-1, Kind::Float)).sum_dim_intlist(-1, false, Kind::Float);
+    let per_row = row_cross_entropy(logits, target);
     let rows = target
         .sum_dim_intlist(-1, false, Kind::Float)
         .gt(0.0)

@@ -82,22 +82,11 @@ impl WindowConfig {
         }
         InvalidSetting::in_range("alpha", self.alpha, 0.0, true, f64::INFINITY)?;
         InvalidSetting::in_range("beta", self.beta, 0.0, false, f64::INFINITY)?;
-        if !(0.0..1.0).contains(&self.validation_share) {
-            return Err(InvalidSetting::new(
-                "validation_share",
-                format!("must be in [0, 1) (got {})", self.validation_share),
-            ));
-        }
+        InvalidSetting::below_one("validation_share", self.validation_share)?;
         InvalidSetting::in_range("surprise_share", self.surprise_share, 0.0, false, 1.0)?;
         // A share of 1 would train no policy at all, and the steps that keep the trainable
         // positions' reuse would be infinite.
-        if !(0.0..1.0).contains(&self.value_only_share) {
-            return Err(InvalidSetting::new(
-                "value_only_share",
-                format!("must be in [0, 1) (got {})", self.value_only_share),
-            ));
-        }
-        Ok(())
+        InvalidSetting::below_one("value_only_share", self.value_only_share)
     }
 
     /// Window size, in trainable positions, after `seen` trainable positions.
@@ -123,8 +112,8 @@ struct GameQueue {
     /// ending at its count of them ([`surprise_weights`]); empty where they are even.
     weights: VecDeque<Box<[f32]>>,
     positions: usize,
-    /// Positions of each game in `games` without a policy target, and their total.
-    value_only: VecDeque<usize>,
+    /// Positions of the games in `games` without a policy target (each game's is its
+    /// length less its trainable positions).
     value_only_positions: usize,
 }
 
@@ -133,18 +122,17 @@ impl GameQueue {
     /// `surprise_share` of surprise, then drops the oldest games while the others hold at
     /// least `limit` positions (one game always stays).
     fn push(&mut self, game: Arc<GameRecord>, n: usize, limit: usize, surprise_share: f64) {
-        let value_only = game.positions.len() - n;
         self.positions += n;
-        self.value_only_positions += value_only;
+        self.value_only_positions += game.positions.len() - n;
         self.weights
             .push_back(surprise_weights(&game, surprise_share));
         self.games.push_back(game);
         self.trainable.push_back(n);
-        self.value_only.push_back(value_only);
         while self.games.len() > 1 && self.positions - self.trainable[0] >= limit.max(1) {
-            self.positions -= self.trainable.pop_front().expect("non-empty");
-            self.value_only_positions -= self.value_only.pop_front().expect("non-empty");
-            self.games.pop_front();
+            let n = self.trainable.pop_front().expect("non-empty");
+            let game = self.games.pop_front().expect("non-empty");
+            self.positions -= n;
+            self.value_only_positions -= game.positions.len() - n;
             self.weights.pop_front();
         }
     }
@@ -156,7 +144,10 @@ impl GameQueue {
         if self.positions == 0 {
             return None;
         }
-        let (i, mut k) = locate(&self.trainable, rng.random_range(0..self.positions))?;
+        let (i, mut k) = locate(
+            self.trainable.iter().copied(),
+            rng.random_range(0..self.positions),
+        )?;
         let (game, n, weights) = (&self.games[i], self.trainable[i], &self.weights[i]);
         if !weights.is_empty() {
             // A point in [0, n) whose integer part is k; the weights cut [0, n) into one
@@ -173,10 +164,12 @@ impl GameQueue {
         if self.value_only_positions == 0 {
             return None;
         }
-        let (i, k) = locate(
-            &self.value_only,
-            rng.random_range(0..self.value_only_positions),
-        )?;
+        let value_only = self
+            .games
+            .iter()
+            .zip(&self.trainable)
+            .map(|(game, &n)| game.positions.len() - n);
+        let (i, k) = locate(value_only, rng.random_range(0..self.value_only_positions))?;
         let game = &self.games[i];
         Some((game.clone(), nth_ply(game, k, false)?))
     }
@@ -184,8 +177,8 @@ impl GameQueue {
 
 /// Where the `k`-th of a queue's positions lies, its games holding `counts` of them in
 /// order: the game's index and `k` within that game. `None` past the last.
-fn locate(counts: &VecDeque<usize>, mut k: usize) -> Option<(usize, usize)> {
-    for (i, &n) in counts.iter().enumerate() {
+fn locate(counts: impl Iterator<Item = usize>, mut k: usize) -> Option<(usize, usize)> {
+    for (i, n) in counts.enumerate() {
         if k < n {
             return Some((i, k));
         }

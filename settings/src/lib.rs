@@ -34,6 +34,15 @@ impl InvalidSetting {
         }
     }
 
+    /// Checks that a share lies in [0, 1): where a share of 1 would leave nothing to the
+    /// rest (every game held out, no position trained for its policy).
+    pub fn below_one(key: &str, value: f64) -> Result<(), InvalidSetting> {
+        if (0.0..1.0).contains(&value) {
+            return Ok(());
+        }
+        Err(Self::new(key, format!("must be in [0, 1) (got {value})")))
+    }
+
     /// Checks that an integer setting is at least `min`.
     pub fn at_least(key: &str, value: u64, min: u64) -> Result<(), InvalidSetting> {
         if value < min {
