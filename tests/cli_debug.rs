@@ -315,13 +315,34 @@ fn debug_attention_draws_one_query_square() {
     );
 }
 
-/// `debug targets` on two hand-made games: the means and errors of each recorded value
+/// `debug targets` over one game written to a fresh directory: its JSON report.
+fn debug_targets_report(game: cfzero_selfplay::GameRecord) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    cfzero_selfplay::record::write_records(&dir.path().join("g00000.cfzg"), &[game]).unwrap();
+    let out = cfzero(&["debug", "targets", "--games", dir.path().to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// One named value's statistics in a `debug targets` report.
+fn target_stats<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap()
+}
+
+/// `debug targets` on a hand-made game: the means and errors of each recorded value
 /// against the result, by hand.
 #[test]
 fn debug_targets_scores_each_value_against_the_results() {
-    use cfzero_selfplay::record::write_records;
     use cfzero_selfplay::{GameRecord, GameResult, PositionRecord, Termination};
-    let dir = tempfile::tempdir().unwrap();
     // Values are multiples of 1/32767 (the record's quantisation) where it matters: 0.5
     // and -0.25 are not, so compare with a tolerance.
     let position = |root_q: f32, best_q: f32, trainable: bool| PositionRecord {
@@ -344,7 +365,7 @@ fn debug_targets_scores_each_value_against_the_results() {
     };
     // White wins: White's position (ply 0) has z = 1, Black's (ply 1) z = -1; ply 2 is not
     // trained on.
-    let game = GameRecord {
+    let report = debug_targets_report(GameRecord {
         start_fen: None,
         result: GameResult::WhiteWin,
         termination: Termination::Resignation,
@@ -354,26 +375,12 @@ fn debug_targets_scores_each_value_against_the_results() {
             position(-0.25, -1.0, true),
             position(0.0, 0.0, false),
         ],
-    };
-    write_records(&dir.path().join("g00000.cfzg"), &[game]).unwrap();
-    let out = cfzero(&["debug", "targets", "--games", dir.path().to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    });
     assert_eq!(report["games"], 1);
     assert_eq!(report["positions"], 2);
     assert_eq!(report["result_mean"], 0.0);
     let value = |name: &str| {
-        let v = report["values"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|v| v["name"] == name)
-            .unwrap()
-            .clone();
+        let v = target_stats(&report, name);
         (
             v["mean"].as_f64().unwrap(),
             v["mse_vs_result"].as_f64().unwrap(),
@@ -387,8 +394,53 @@ fn debug_targets_scores_each_value_against_the_results() {
     );
     assert!(close(value("best_q"), (0.0, 0.0)), "{report}");
     assert!(close(value("network_q"), (0.0, 1.0)), "{report}");
+    // No capture in two plies: material says 0 for both sides, an error of 1 each.
+    assert!(close(value("material"), (0.0, 1.0)), "{report}");
+    // Both trainable positions' games were decided: always "draw" misses by 1 each.
+    assert_eq!(report["draw_mse"], 1.0);
+    let correlation = |name: &str| target_stats(&report, name)["correlation"].as_f64();
+    // Two points that rise with the result correlate perfectly; a constant has no correlation.
+    assert!(
+        (correlation("root_q").unwrap() - 1.0).abs() < 1e-6,
+        "{report}"
+    );
+    assert_eq!(correlation("network_q"), None, "{report}");
+    assert_eq!(correlation("material"), None, "{report}");
     assert_user_error(
         &["debug", "targets", "--games", "/nonexistent"],
         &["/nonexistent"],
     );
+}
+
+/// `debug targets` counts material for the side to move of each position.
+#[test]
+fn debug_targets_counts_material_from_the_side_to_move() {
+    use cfzero_selfplay::{GameRecord, GameResult, PositionRecord, Termination};
+    // Black to move has only h6 and h5, after either White has 27 moves and no capture was
+    // made: White is a queen against a pawn ahead, 8 pawns, before and after Black's move.
+    let position = |legal: usize| PositionRecord {
+        played: 0,
+        policy: vec![65535 / legal as u16; legal],
+        ..PositionRecord::default()
+    };
+    let report = debug_targets_report(GameRecord {
+        start_fen: Some("7k/5K1p/8/8/8/8/8/1Q6 b - - 0 1".into()),
+        result: GameResult::WhiteWin,
+        termination: Termination::Resignation,
+        generation: 0,
+        positions: vec![position(2), position(27)],
+    });
+    let material = target_stats(&report, "material");
+    // Black (lost, z = -1) sees tanh(-8 / 5), White (won, z = 1) tanh(8 / 5).
+    let miss = (1.0 - (8.0f64 / 5.0).tanh()).powi(2);
+    assert!(material["mean"].as_f64().unwrap().abs() < 1e-6, "{report}");
+    assert!(
+        (material["mse_vs_result"].as_f64().unwrap() - miss).abs() < 1e-6,
+        "{report}"
+    );
+    assert!(
+        (material["correlation"].as_f64().unwrap() - 1.0).abs() < 1e-6,
+        "{report}"
+    );
+    assert_eq!(report["draw_mse"], 1.0);
 }
