@@ -115,12 +115,9 @@ pub fn read_games(
     let mut window = ReplayWindow::new(WindowConfig {
         min_positions: cap,
         max_positions: cap,
-        alpha: 0.75,
-        beta: 0.4,
         validation_share: limits.validation_share.clamp(0.0, 1.0),
         validation_positions: cap,
-        surprise_share: 0.0,
-        value_only_share: 0.0,
+        ..WindowConfig::default()
     });
     let (games, stats) = parse_games(reader, filters, cap)?;
     for game in games {
