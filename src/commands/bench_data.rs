@@ -45,6 +45,7 @@ pub fn run(args: &DataBenchArgs) -> Result<()> {
         q_target: QTarget::Best,
         q_ratio: 0.25,
         capped_q_ratio: 0.25,
+        td_lambda: None,
         history_fill: Default::default(),
         mirror: false,
     };

@@ -133,6 +133,7 @@ pub fn targets(config: &Config, learner: &Learner) -> TargetOptions {
         q_target: config.train.q_target,
         q_ratio: config.train.q_ratio,
         capped_q_ratio: config.train.capped_q_ratio.unwrap_or(config.train.q_ratio),
+        td_lambda: config.train.td_lambda,
         history_fill: learner.net().config.history_fill,
         mirror: config.train.mirror,
     }

@@ -43,6 +43,12 @@ pub struct TrainConfig {
     /// labelled as drawn as a dead-equal position. 1 trains such positions on the search's
     /// value alone.
     pub capped_q_ratio: Option<f32>,
+    /// TD(lambda) value targets: the game's result in the WDL target is replaced by the
+    /// return that weighs each later position's search value `(1 - td_lambda) *
+    /// td_lambda^(k - 1)`, k plies on, and the result the rest (`cfzero_trainer::sample::td_wdl`;
+    /// per ply, so 0.97 looks about 33 plies ahead). Absent, the result alone (lambda 1).
+    /// Applies to self-play's records; PGN games carry their result as every search value.
+    pub td_lambda: Option<f32>,
     /// Mirror each training sample left to right (file a <-> file h) with probability 1/2
     /// where no side can castle: the rules are the same on the mirrored board, so each such
     /// position is two (`cfzero_network::encoding::mirror`). Held-out samples are not mirrored.
@@ -150,6 +156,7 @@ impl Default for TrainConfig {
             q_target: QTarget::default(),
             q_ratio: 0.0,
             capped_q_ratio: None,
+            td_lambda: None,
             mirror: false,
             precision: TrainPrecision::default(),
         }
@@ -180,6 +187,9 @@ impl TrainConfig {
         InvalidSetting::in_range("q_ratio", self.q_ratio.into(), 0.0, false, 1.0)?;
         if let Some(r) = self.capped_q_ratio {
             InvalidSetting::in_range("capped_q_ratio", r.into(), 0.0, false, 1.0)?;
+        }
+        if let Some(l) = self.td_lambda {
+            InvalidSetting::in_range("td_lambda", l.into(), 0.0, false, 1.0)?;
         }
         Ok(())
     }

@@ -21,6 +21,9 @@ pub struct TargetOptions {
     /// `q_ratio` for the positions of games adjudicated at the game-length cap
     /// ([`Termination::MAX_PLIES`]), whose draw is no result of the game.
     pub capped_q_ratio: f32,
+    /// TD(lambda) over the search values that follow a position in place of the game's
+    /// result in the WDL target ([`td_wdl`]); `None`, the result alone.
+    pub td_lambda: Option<f32>,
     /// How the input history before a game's FEN start is filled: the net's convention
     /// (`NetworkConfig::history_fill`).
     pub history_fill: HistoryFill,
@@ -72,6 +75,43 @@ pub fn wdl_of(q: f32, d: f32) -> [f32; 3] {
 pub fn mixed_wdl(result: [f32; 3], searched: [f32; 3], q_ratio: f32) -> [f32; 3] {
     let r = q_ratio.clamp(0.0, 1.0);
     std::array::from_fn(|i| (1.0 - r) * result[i] + r * searched[i])
+}
+
+/// The W/D/L that a TD(lambda) return gives position `ply` of `game`, for its side to move,
+/// whose game result is `result` (for that side):
+/// each later position `ply + k` weighs `(1 - lambda) * lambda^(k - 1)` with the W/D/L of its
+/// search value (`targets.q`, `targets.d`; win and loss swapped on the other side's plies),
+/// and the game's result the rest, `lambda^(n - 1 - ply)` for a game of `n` positions. Lambda 1
+/// is the result alone; 0 the next position's search value alone. The result still ends every
+/// return, so a game's last positions learn from how it ended and earlier ones from what the
+/// search saw later in it, with less of the noise that the blunders of weak self-play leave in
+/// a result many plies away.
+pub fn td_wdl(
+    game: &GameRecord,
+    ply: usize,
+    result: [f32; 3],
+    lambda: f32,
+    targets: &TargetOptions,
+) -> [f32; 3] {
+    let lambda = lambda.clamp(0.0, 1.0);
+    let mut acc = [0.0f32; 3];
+    let mut weight = 1.0 - lambda;
+    let mut rest = 1.0f32;
+    for (k, record) in game.positions.iter().enumerate().skip(ply + 1) {
+        let [w, d, l] = wdl_of(targets.q(record), targets.d(record));
+        let wdl = if (k - ply) % 2 == 1 {
+            [l, d, w]
+        } else {
+            [w, d, l]
+        };
+        for (a, v) in acc.iter_mut().zip(wdl) {
+            *a += weight * v;
+        }
+        rest -= weight;
+        weight *= lambda;
+    }
+    let rest = rest.max(0.0);
+    std::array::from_fn(|i| acc[i] + rest * result[i])
 }
 
 /// A batch of positions on the host, as flat buffers in the layout of
@@ -184,7 +224,10 @@ pub fn fill_position(
     }
     let z = game.result.value_for(turn);
     let q = targets.q(record);
-    let result = wdl_of(z, if z == 0.0 { 1.0 } else { 0.0 });
+    let mut result = wdl_of(z, if z == 0.0 { 1.0 } else { 0.0 });
+    if let Some(lambda) = targets.td_lambda {
+        result = td_wdl(game, ply, result, lambda, targets);
+    }
     let wdl = mixed_wdl(
         result,
         wdl_of(q, targets.d(record)),

@@ -29,6 +29,11 @@ fn window_of(games: u64) -> Arc<RwLock<ReplayWindow>> {
     Arc::new(RwLock::new(window))
 }
 
+/// Whether two W/D/L targets agree to float rounding.
+fn close(a: [f32; 3], b: [f32; 3]) -> bool {
+    a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-6)
+}
+
 fn targets() -> TargetOptions {
     TargetOptions {
         q_target: QTarget::Best,
@@ -211,7 +216,6 @@ fn a_game_adjudicated_at_the_length_cap_trains_its_value_on_the_search_alone() {
         fill_position(game, ply, &mut batch, 0, &mut scratch, &options).unwrap();
         [batch.wdl[0], batch.wdl[1], batch.wdl[2]]
     };
-    let close = |a: [f32; 3], b: [f32; 3]| a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-6);
     let got = wdl_target(&capped);
     assert!(close(got, searched), "{got:?} vs the search's {searched:?}");
     // A draw by the rules keeps the result's share: 3/4 draw, 1/4 the search's.
@@ -281,4 +285,62 @@ fn the_loader_waits_for_games_and_then_delivers() {
         .recv_timeout(Duration::from_secs(60))
         .expect("no batch a minute after a game was added");
     assert_well_formed(&batch, 4);
+}
+
+#[test]
+fn td_lambda_weighs_the_later_search_values_and_the_result() {
+    // A 20-ply game White wins: White moves at even plies.
+    let mut game = random_game(3, 20);
+    assert_eq!(game.positions.len(), 20);
+    game.result = GameResult::WhiteWin;
+    game.termination = Termination::Resignation;
+    let wdl_target = |ply: usize, td_lambda: Option<f32>| {
+        let options = TargetOptions {
+            q_ratio: 0.0,
+            td_lambda,
+            ..targets()
+        };
+        let mut batch = HostBatch::default();
+        batch.reset(1);
+        fill_position(
+            &game,
+            ply,
+            &mut batch,
+            0,
+            &mut SampleScratch::default(),
+            &options,
+        )
+        .unwrap();
+        [batch.wdl[0], batch.wdl[1], batch.wdl[2]]
+    };
+    // The W/D/L of a position's value of best play, for its own side to move: best_d 1/8,
+    // less where |q| leaves no room for it.
+    let searched = |ply: usize| {
+        let q = game.positions[ply].best_q;
+        let d = game.positions[ply].best_d.min(1.0 - q.abs());
+        [(1.0 - d + q) / 2.0, d, (1.0 - d - q) / 2.0]
+    };
+    let swap = |[w, d, l]: [f32; 3]| [l, d, w];
+    // Ply 17 (Black to move): ply 18 is White's (swapped) at 1/2, ply 19 Black's at 1/4, and
+    // the result, a loss for Black, the last 1/4.
+    let (a, b) = (swap(searched(18)), searched(19));
+    let want: [f32; 3] =
+        std::array::from_fn(|i| 0.5 * a[i] + 0.25 * b[i] + 0.25 * [0.0, 0.0, 1.0][i]);
+    let got = wdl_target(17, Some(0.5));
+    assert!(close(got, want), "{got:?} vs {want:?}");
+    // Lambda 1, or no lambda: the result alone; the last position: the result at any lambda.
+    for (ply, lambda, want) in [
+        (4, Some(1.0), [1.0, 0.0, 0.0]),
+        (5, None, [0.0, 0.0, 1.0]),
+        (19, Some(0.3), [0.0, 0.0, 1.0]),
+    ] {
+        let got = wdl_target(ply, lambda);
+        assert!(
+            close(got, want),
+            "ply {ply}, {lambda:?}: {got:?} vs {want:?}"
+        );
+    }
+    // Lambda 0: the next position's value alone, from the other side.
+    let got = wdl_target(6, Some(0.0));
+    assert!(close(got, swap(searched(7))), "{got:?}");
 }

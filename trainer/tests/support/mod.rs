@@ -115,6 +115,7 @@ pub fn train_config(lr: f64, swa_every: u64) -> TrainConfig {
         q_target: QTarget::Best,
         q_ratio: 0.0,
         capped_q_ratio: None,
+        td_lambda: None,
         mirror: false,
         precision: TrainPrecision::F32,
     }
