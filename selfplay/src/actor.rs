@@ -60,6 +60,23 @@ pub struct ActorStats {
     pub simulations: u64,
 }
 
+/// A game that [`play_games`] stopped before its end and handed back, to go on in a later
+/// call (with a newer net) where it stopped: with games carried over, a phase of self-play
+/// ends when enough games have finished, not when its longest game has, so every slot keeps a
+/// game until then.
+#[derive(Debug)]
+pub struct GameInFlight {
+    state: ChessState,
+    slot: Slot,
+}
+
+impl GameInFlight {
+    /// Moves played in the game so far.
+    pub fn plies(&self) -> usize {
+        self.slot.positions.len()
+    }
+}
+
 /// One game in flight.
 #[derive(Debug)]
 struct Slot {
@@ -123,26 +140,31 @@ pub struct ActorId {
 /// (every move played is counted there) reaches its limit.
 #[derive(Debug, Clone, Copy)]
 pub struct Assignment<'a> {
-    /// Games to play.
+    /// New games to start (besides the games [`play_games`] carries on).
     pub games: usize,
     /// Opening FENs, drawn at random per game.
     pub openings: &'a [String],
     /// The net's generation and the seed.
     pub id: ActorId,
-    /// Set to stop (unfinished games are dropped).
+    /// Set to stop (unfinished games are dropped, or handed back to carry on).
     pub stop: &'a AtomicBool,
     /// Every move played, with an optional limit.
     pub moves: &'a MoveCount,
 }
 
-/// Plays `work.games` games with `evaluator`, up to `config.games_per_actor` at a time, and
+/// Plays `work.games` new games with `evaluator`, up to `config.games_per_actor` at a time, and
 /// hands each finished game to `on_game` as soon as it ends (see [`Assignment`] for when it
 /// stops early).
+///
+/// With `in_flight`, the games it holds are played on first (beside the new ones, each in a
+/// slot of its own), and the games unfinished when the actor stops are handed back in it
+/// instead of being dropped.
 pub fn play_games<E: Evaluator<ChessState>>(
     config: &SelfplayConfig,
     search: &SearchConfig,
     evaluator: &E,
     work: Assignment,
+    mut in_flight: Option<&mut Vec<GameInFlight>>,
     mut on_game: impl FnMut(FinishedGame, &ActorStats),
 ) -> Result<ActorStats, SelfplayError> {
     let Assignment {
@@ -160,8 +182,17 @@ pub fn play_games<E: Evaluator<ChessState>>(
     let mut stats = ActorStats::default();
     // The game of each driver slot, and whether its current search has the full budget.
     let mut playing: Vec<Option<(ChessState, Slot, bool)>> = Vec::new();
-    let slots = config.games_per_actor.max(1).min(games);
+    let carried = in_flight
+        .as_deref_mut()
+        .map(std::mem::take)
+        .unwrap_or_default();
+    // At least a slot for each carried game, which therefore all fit.
+    let slots =
+        (config.games_per_actor.max(1).max(carried.len())).min(games.saturating_add(carried.len()));
     playing.resize_with(slots, || None);
+    for (slot, game) in playing.iter_mut().zip(carried) {
+        *slot = Some((game.state, game.slot, false));
+    }
     let mut started = 0usize;
     let mut values = Vec::new();
     let mut st = Vec::new();
@@ -189,8 +220,13 @@ pub fn play_games<E: Evaluator<ChessState>>(
             }
         }
         if stop.load(Ordering::Relaxed) || moves.reached() {
-            // Unfinished games are dropped: only whole games are training data.
-            playing[i] = None;
+            // Unfinished games go back to the caller who asked for them; else they are
+            // dropped: only whole games are training data.
+            if let Some((state, slot, _)) = playing[i].take()
+                && let Some(out) = in_flight.as_deref_mut()
+            {
+                out.push(GameInFlight { state, slot });
+            }
             return Ok(None);
         }
         if playing[i].is_none() {
@@ -874,5 +910,71 @@ mod tests {
         let st1 = (1.0 - theta) * 0.6;
         assert!((drawn.positions[1].st - st1).abs() < 1e-6);
         assert!((drawn.positions[0].st - ((1.0 - theta) * 0.2 - theta * st1)).abs() < 1e-6);
+    }
+
+    /// Plays with the uniform evaluator until `moves` stops it; the finished games' records.
+    fn play_uniform(
+        config: &SelfplayConfig,
+        games: usize,
+        moves: &MoveCount,
+        in_flight: Option<&mut Vec<GameInFlight>>,
+    ) -> (ActorStats, Vec<GameRecord>) {
+        let stop = AtomicBool::new(false);
+        let work = Assignment {
+            games,
+            openings: &[],
+            id: ActorId {
+                generation: 0,
+                seed: 5,
+            },
+            stop: &stop,
+            moves,
+        };
+        let mut finished = Vec::new();
+        let search = SearchConfig::default();
+        let evaluator = cfzero_mcts::UniformEvaluator;
+        let stats = play_games(config, &search, &evaluator, work, in_flight, |g, _| {
+            finished.push(g.record)
+        })
+        .unwrap();
+        (stats, finished)
+    }
+
+    /// Games stopped before their end and handed back go on in the next call where they
+    /// stopped: every move is played once, the records hold them all and replay.
+    #[test]
+    fn games_handed_back_on_stop_go_on_where_they_stopped() {
+        let config = SelfplayConfig {
+            games_per_actor: 3,
+            simulations: 8,
+            cheap_simulations: 4,
+            max_plies: 30,
+            resign_threshold: None,
+            ..SelfplayConfig::default()
+        };
+        // Stopped after about 20 moves, before any game can reach its 30 plies.
+        let mut in_flight = Vec::new();
+        let (first, done) =
+            play_uniform(&config, 3, &MoveCount::with_limit(20), Some(&mut in_flight));
+        assert!(done.is_empty());
+        assert_eq!(in_flight.len(), 3);
+        assert!((20..=23).contains(&first.positions), "{first:?}");
+        let carried: usize = in_flight.iter().map(GameInFlight::plies).sum();
+        assert_eq!(carried as u64, first.positions);
+        // Played on without new games: the three end, with the moves of both calls.
+        let (second, done) =
+            play_uniform(&config, 0, &MoveCount::unlimited(), Some(&mut in_flight));
+        assert!(in_flight.is_empty());
+        assert_eq!(done.len(), 3);
+        let recorded: usize = done.iter().map(|r| r.positions.len()).sum();
+        assert_eq!(recorded as u64, first.positions + second.positions);
+        assert!(second.positions > 0 && done.iter().all(|r| r.positions.len() > 6));
+        for record in &done {
+            crate::replay::validate(record).unwrap();
+        }
+        // Without a place to hand them back, stopped games are dropped.
+        let (stats, done) = play_uniform(&config, 3, &MoveCount::with_limit(20), None);
+        assert!(done.is_empty());
+        assert_eq!(stats.positions, first.positions);
     }
 }

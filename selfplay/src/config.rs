@@ -136,6 +136,11 @@ pub struct SelfplayConfig {
     pub tablebase: TablebaseUse,
     /// Evaluation cache entries per actor.
     pub cache_entries: usize,
+    /// Games in flight when a generation has its games go on with the next net, and every
+    /// slot takes a new game as soon as its game ends: the generation ends when enough games
+    /// have finished, not when its longest one has. `false`: a generation starts its games
+    /// together and waits for the last of them.
+    pub carry_over: bool,
 }
 
 impl Default for SelfplayConfig {
@@ -159,6 +164,7 @@ impl Default for SelfplayConfig {
             material_adjudication_plies: 0,
             tablebase: TablebaseUse::default(),
             cache_entries: cfzero_mcts::DEFAULT_CACHE_ENTRIES,
+            carry_over: false,
         }
     }
 }

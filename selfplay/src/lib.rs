@@ -18,7 +18,8 @@ pub mod targets;
 pub mod window;
 
 pub use actor::{
-    ActorId, ActorStats, Assignment, FinishedGame, MoveCount, SelfplayError, play_games,
+    ActorId, ActorStats, Assignment, FinishedGame, GameInFlight, MoveCount, SelfplayError,
+    play_games,
 };
 pub use config::{MATERIAL_MARGIN, MaxPliesResult, MoveChoice, SelfplayConfig, TablebaseUse};
 pub use record::{GameRecord, PositionRecord, RecordError};

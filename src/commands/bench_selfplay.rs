@@ -260,6 +260,7 @@ pub fn run(args: &SelfplayBenchArgs) -> Result<()> {
         &config,
         net,
         work,
+        None,
         |game, live| {
             finished += 1;
             finished_plies += game.record.positions.len() as u64;

@@ -143,6 +143,9 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
     outbox.start(args, run)?;
     let started = Instant::now();
     let mut played = 0;
+    // The games a round leaves unfinished, with `[selfplay] carry_over`: the next round plays
+    // them on with the newest net.
+    let mut in_flight = Vec::new();
     while !finished(args, played, started, &stop) {
         // A wait for room in the spool may outlast the time limit.
         if !outbox.has_room(&stop) || finished(args, played, started, &stop) {
@@ -168,6 +171,7 @@ pub fn run(args: &SelfplayArgs) -> Result<()> {
             games,
             &openings,
             &stop,
+            config.selfplay.carry_over.then_some(&mut in_flight),
         )?;
         played += sp.games as usize;
         outbox.round_played();

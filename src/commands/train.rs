@@ -62,6 +62,9 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
     let started = Instant::now();
     // Sets `stop` at the limit: self-play and training see it within a move or a step.
     let deadline = Deadline::start_minutes(args.minutes, &stop)?;
+    // The games a phase leaves unfinished, with `[selfplay] carry_over`: the next phase plays
+    // them on with its net.
+    let mut in_flight = Vec::new();
     loop {
         if args.should_stop(session.generation, &stop) {
             break;
@@ -88,9 +91,10 @@ pub fn train(args: &RunArgs, stop: Arc<AtomicBool>, lines_to_stderr: bool) -> Re
             todo,
             &openings,
             &stop,
+            config.selfplay.carry_over.then_some(&mut in_flight),
         )?;
         outcome.selfplay_games += sp.games;
-        outcome.selfplay_positions += sp.positions;
+        outcome.selfplay_positions += sp.played;
         outcome.selfplay_seconds += sp.seconds;
         if stop.load(Ordering::Relaxed) {
             break;

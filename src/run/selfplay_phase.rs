@@ -16,7 +16,8 @@ use cfzero_selfplay::pgn::{PgnTags, game_to_pgn};
 use cfzero_selfplay::record::{RECORD_EXTENSION, read_records, write_records};
 use cfzero_selfplay::window::natural_cmp;
 use cfzero_selfplay::{
-    ActorId, ActorStats, Assignment, FinishedGame, GameRecord, GameResult, MoveCount, play_games,
+    ActorId, ActorStats, Assignment, FinishedGame, GameInFlight, GameRecord, GameResult, MoveCount,
+    play_games,
 };
 use crossbeam_channel::RecvTimeoutError;
 
@@ -39,8 +40,11 @@ pub fn read_selfplay_book(path: &Path) -> Result<Vec<String>> {
 pub struct SelfplaySummary {
     /// Games played in this phase.
     pub games: u64,
-    /// Positions (moves) played.
+    /// Positions (moves) of the games that ended in this phase.
     pub positions: u64,
+    /// Moves played in this phase, in games that ended or go on in the next: what its rate
+    /// counts.
+    pub played: u64,
     /// Positions searched with the full budget.
     pub training_positions: u64,
     /// Simulations run.
@@ -75,7 +79,7 @@ impl std::fmt::Display for SelfplaySummary {
             "{} games, {:.1} plies, {:.0} pos/s, batch {:.1}, W/D/L {}/{}/{}",
             self.games,
             self.mean_length(),
-            self.positions as f64 / self.seconds.max(1e-9),
+            self.rate(),
             self.inference.average_batch(),
             self.results[0],
             self.results[1],
@@ -85,6 +89,11 @@ impl std::fmt::Display for SelfplaySummary {
 }
 
 impl SelfplaySummary {
+    /// Moves played a second.
+    pub fn rate(&self) -> f64 {
+        self.played as f64 / self.seconds.max(1e-9)
+    }
+
     /// Mean game length in plies.
     pub fn mean_length(&self) -> f64 {
         if self.games == 0 {
@@ -182,6 +191,11 @@ const TICK: Duration = Duration::from_millis(100);
 /// calling thread, each finished game goes to `on_game` as it ends, and `on_tick` runs at
 /// least every 100 ms while the actors play.
 ///
+/// With `in_flight`, the games it holds go on first, shared out among the actors, every
+/// slot takes a new game as soon as its game ends, and the actors stop once `games` games
+/// have ended (a few more may end while they stop): the games unfinished then are handed
+/// back in it.
+///
 /// A failure stops everything within one tick and is returned: an error of `on_game` (a
 /// record that cannot be written, e.g. a full disk) or of an actor (its search failed) halts
 /// every other actor, instead of playing the phase to its end for nothing.
@@ -189,6 +203,7 @@ pub fn run_actors(
     config: &Config,
     net: Net,
     work: Assignment,
+    mut in_flight: Option<&mut Vec<GameInFlight>>,
     mut on_game: impl FnMut(FinishedGame, &Live) -> Result<()>,
     mut on_tick: impl FnMut(&Live),
 ) -> Result<ActorsOutcome> {
@@ -216,14 +231,28 @@ pub fn run_actors(
     };
     let actors = config.selfplay.actors.max(1);
     let (tx, rx) = crossbeam_channel::unbounded::<FinishedGame>();
-    // Set by `stop` or by the first failure; what the actors watch.
-    let halt = AtomicBool::new(stop.load(Ordering::Relaxed));
+    let carrying = in_flight.is_some();
+    // Set by `stop`, by the first failure or, carrying games over, by the phase's last game;
+    // what the actors watch.
+    let halt = AtomicBool::new(stop.load(Ordering::Relaxed) || (carrying && games == 0));
     let halt = &halt;
     let mut failure: Option<anyhow::Error> = None;
+    let mut parts: Vec<Vec<GameInFlight>> = (0..actors).map(|_| Vec::new()).collect();
+    if let Some(carried) = in_flight.as_deref_mut() {
+        for (k, game) in carried.drain(..).enumerate() {
+            parts[k % actors].push(game);
+        }
+    }
+    let mut handed = 0usize;
     let results = std::thread::scope(|scope| {
         let mut threads = Vec::new();
-        for a in 0..actors {
-            let share = games / actors + usize::from(a < games % actors);
+        for (a, mut part) in parts.into_iter().enumerate() {
+            // Carrying games over, the actors start games until the phase has enough.
+            let share = if carrying {
+                usize::MAX
+            } else {
+                games / actors + usize::from(a < games % actors)
+            };
             // Actor a plays through server a mod servers, so the servers share the actors.
             let (tx, handle) = (tx.clone(), handles[a % servers].clone());
             let id = ActorId {
@@ -243,6 +272,7 @@ pub fn run_actors(
                     &config.search,
                     &handle,
                     work,
+                    carrying.then_some(&mut part),
                     |game, _| {
                         let _ = tx.send(game);
                     },
@@ -250,7 +280,7 @@ pub fn run_actors(
                 if result.is_err() {
                     halt.store(true, Ordering::Relaxed);
                 }
-                result
+                (result, part)
             }));
         }
         drop(tx);
@@ -261,6 +291,10 @@ pub fn run_actors(
                 Ok(game) if failure.is_none() => {
                     if let Err(e) = on_game(game, &live()) {
                         failure = Some(e);
+                        halt.store(true, Ordering::Relaxed);
+                    }
+                    handed += 1;
+                    if carrying && handed >= games {
                         halt.store(true, Ordering::Relaxed);
                     }
                 }
@@ -284,7 +318,10 @@ pub fn run_actors(
         return Err(e);
     }
     let mut outcome = ActorsOutcome::default();
-    for r in results {
+    for (r, part) in results {
+        if let Some(out) = in_flight.as_deref_mut() {
+            out.extend(part);
+        }
         let s = r.context("self-play failed")?;
         outcome.stats.games += s.games;
         outcome.stats.positions += s.positions;
@@ -314,7 +351,9 @@ pub struct GamesOut<'a> {
     pub first_index: Option<u64>,
 }
 
-/// Plays `games` more games with `net` into `out`, from `openings`, until done or `stop`.
+/// Plays `games` more games with `net` into `out`, from `openings`, until done or `stop`;
+/// with `in_flight`, the games it holds go on first and the phase's unfinished games are
+/// handed back in it ([`run_actors`]).
 pub fn play(
     config: &Config,
     net: Net,
@@ -322,6 +361,7 @@ pub fn play(
     games: usize,
     openings: &[String],
     stop: &AtomicBool,
+    in_flight: Option<&mut Vec<GameInFlight>>,
 ) -> Result<SelfplaySummary> {
     let GamesOut {
         dir: games_dir,
@@ -386,6 +426,7 @@ pub fn play(
         config,
         net,
         work,
+        in_flight,
         |game, live| {
             let path = games_dir.join(record_name(worker, index));
             index += 1;
@@ -432,6 +473,7 @@ pub fn play(
     }
     let outcome = outcome?;
     summary.simulations = outcome.stats.simulations;
+    summary.played = outcome.stats.positions;
     summary.seconds = outcome.seconds;
     summary.inference = outcome.inference;
     Ok(summary)
@@ -519,6 +561,7 @@ mod tests {
             &config,
             net,
             work,
+            None,
             |_, _| {
                 handed += 1;
                 anyhow::bail!("disk full (simulated)")
@@ -535,5 +578,64 @@ mod tests {
             "{:?}",
             start.elapsed()
         );
+    }
+
+    /// Carrying games over, a phase ends once its games have ended and hands back the rest;
+    /// the next phase plays them on. No move is lost or played twice: each phase's moves are
+    /// those of the games it finished and of the games it hands back, less those it was
+    /// handed.
+    #[test]
+    fn a_phase_hands_back_its_unfinished_games_and_the_next_plays_them_on() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut config = Config::load(&root.join("configs/micro.toml")).unwrap();
+        config.selfplay.actors = 2;
+        config.selfplay.games_per_actor = 4;
+        let net = Net::seeded(&config.network, tch::Device::Cpu, 1).unwrap();
+        let openings = vec![shakmaty::fen::Fen::default().to_string()];
+        let (stop, unlimited) = (AtomicBool::new(false), MoveCount::unlimited());
+        let mut in_flight = Vec::new();
+        for phase in 0..3 {
+            let before: usize = in_flight.iter().map(GameInFlight::plies).sum();
+            let work = Assignment {
+                games: 3,
+                openings: &openings,
+                id: ActorId {
+                    generation: phase,
+                    seed: 1,
+                },
+                stop: &stop,
+                moves: &unlimited,
+            };
+            let (mut games, mut recorded) = (0, 0);
+            let outcome = run_actors(
+                &config,
+                net.try_clone().unwrap(),
+                work,
+                Some(&mut in_flight),
+                |game, _| {
+                    games += 1;
+                    recorded += game.record.positions.len();
+                    cfzero_selfplay::replay::validate(&game.record).map_err(anyhow::Error::from)
+                },
+                |_| {},
+            )
+            .unwrap();
+            let after: usize = in_flight.iter().map(GameInFlight::plies).sum();
+            assert!(games >= 3, "phase {phase}: {games} games");
+            assert_eq!(outcome.stats.games, games as u64);
+            // Both actors kept all their eight slots busy until the phase stopped: each
+            // slot's game then ended or came back.
+            assert!(in_flight.len() <= 8, "phase {phase}: {}", in_flight.len());
+            assert!(
+                in_flight.len() + games >= 11,
+                "phase {phase}: {}",
+                in_flight.len()
+            );
+            assert_eq!(
+                outcome.stats.positions as usize + before,
+                recorded + after,
+                "phase {phase}"
+            );
+        }
     }
 }

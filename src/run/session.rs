@@ -702,11 +702,7 @@ impl Session {
         tb.scalar("selfplay/white_wins", g, sp.results[0] as f64)?;
         tb.scalar("selfplay/draws", g, sp.results[1] as f64)?;
         tb.scalar("selfplay/black_wins", g, sp.results[2] as f64)?;
-        tb.scalar(
-            "selfplay/positions_per_second",
-            g,
-            sp.positions as f64 / secs,
-        )?;
+        tb.scalar("selfplay/positions_per_second", g, sp.rate())?;
         tb.scalar("selfplay/nodes_per_second", g, sp.simulations as f64 / secs)?;
         tb.scalar("selfplay/avg_batch", g, sp.inference.average_batch())?;
         tb.scalar("selfplay/inference_busy", g, sp.inference.busy_share(secs))?;
