@@ -107,7 +107,8 @@ pub fn spawn_logging(mut cmd: Command, log: &Path) -> Killed {
 
 /// Waits until `child`'s stderr in `log` says `needle`.
 pub fn wait_for_log(what: &str, child: &mut Child, log: &Path, needle: &str) {
-    wait_for(what, child, 120, || {
+    // Generous: a healed link waits out the upload thread's back-off, slower on a busy machine.
+    wait_for(what, child, 240, || {
         std::fs::read_to_string(log).is_ok_and(|l| l.contains(needle))
     });
 }
