@@ -136,10 +136,9 @@ pub struct SelfplayConfig {
     pub tablebase: TablebaseUse,
     /// Evaluation cache entries per actor.
     pub cache_entries: usize,
-    /// Games in flight when a generation has its games go on with the next net, and every
-    /// slot takes a new game as soon as its game ends: the generation ends when enough games
-    /// have finished, not when its longest one has. `false`: a generation starts its games
-    /// together and waits for the last of them.
+    /// Whether a generation's self-play stops once it has its games, handing the games still
+    /// in flight to the next generation's net, every slot taking a new game as soon as its
+    /// game ends. `false`: a generation starts its games together and waits for the last.
     pub carry_over: bool,
 }
 
