@@ -596,7 +596,10 @@ mod tests {
         let (stop, unlimited) = (AtomicBool::new(false), MoveCount::unlimited());
         let mut in_flight = Vec::new();
         for phase in 0..3 {
-            let before: usize = in_flight.iter().map(GameInFlight::plies).sum();
+            let (handed_in, before) = (
+                in_flight.len(),
+                in_flight.iter().map(GameInFlight::plies).sum::<usize>(),
+            );
             let work = Assignment {
                 games: 3,
                 openings: &openings,
@@ -624,12 +627,13 @@ mod tests {
             let after: usize = in_flight.iter().map(GameInFlight::plies).sum();
             assert!(games >= 3, "phase {phase}: {games} games");
             assert_eq!(outcome.stats.games, games as u64);
-            // Both actors kept all their eight slots busy until the phase stopped: each
-            // slot's game then ended or came back.
+            // At most a game a slot comes back, and every game handed in ended or came
+            // back. (How many slots were busy at the stop depends on the threads' timing: an
+            // actor that starts after the phase has its games starts none.)
             assert!(in_flight.len() <= 8, "phase {phase}: {}", in_flight.len());
             assert!(
-                in_flight.len() + games >= 11,
-                "phase {phase}: {}",
+                handed_in <= in_flight.len() + games,
+                "phase {phase}: {handed_in} in, {} back, {games} ended",
                 in_flight.len()
             );
             assert_eq!(
