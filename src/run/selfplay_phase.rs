@@ -384,12 +384,11 @@ pub fn play(
         generation: generation.saturating_sub(1),
         seed: config.run.seed ^ worker_seed(worker) ^ (u64::from(generation) << 32) ^ (first << 8),
     };
-    // The bar counts positions, not games: the games play at once and most end near the
-    // phase's end (or go on in the next, with `carry_over`), so finished games say little
-    // about the time left. The total is the games
-    // times an expected length: the previous phase's mean (half the length cap in the first
-    // phase) until half of this phase's games have ended, whose mean it is from then on (the
-    // first games to end are the short ones).
+    // The bar counts positions, not games: the games play at once and most end near the phase's
+    // end (or go on in the next, with `carry_over`), so finished games say little about the
+    // time left. The total is the games times an expected length: the previous phase's mean
+    // (half the length cap in the first phase) until half of this phase's games have ended,
+    // whose mean it is from then on (the first games to end are the short ones).
     let prior_length = match LAST_MEAN_LENGTH.load(Ordering::Relaxed) {
         0 => f64::from(config.selfplay.max_plies.max(2)) / 2.0,
         bits => f64::from_bits(bits),
