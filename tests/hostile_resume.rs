@@ -1,4 +1,5 @@
-//! Files and resume: a lost trainer state does not restart the learning-rate schedule, and
+//! Files and resume: a lost trainer state does not restart the learning-rate schedule, nor
+//! does the time a run stood stopped count as minutes of training, and
 //! no state but the one a net was published with is loaded for it, the SWA average is part of the trainer state, `--force` refuses
 //! another net shape before it touches the frozen config, and temporary files that a killed
 //! run left are removed while young ones (another writer's) stay.
@@ -60,6 +61,26 @@ fn a_resume_keeps_the_schedule_the_swa_average_and_the_frozen_config() {
         .set_modified(hour_ago)
         .unwrap();
 
+    // The run stood stopped for three hours: its nets' file times say so, but the minutes
+    // of training they record do not count the pause.
+    let minutes = |g: u32| -> f64 {
+        let net = run.join(format!("nets/gen-{g:04}.safetensors"));
+        read_net_metadata(&net, "cfzero.run_minutes")
+            .unwrap()
+            .map_or(0.0, |m| m.parse().unwrap())
+    };
+    let minutes1 = minutes(1);
+    assert!(minutes1 > 0.0 && minutes1 < 10.0, "{minutes1}");
+    let hours_ago = SystemTime::now() - Duration::from_secs(3 * 3600);
+    for g in [0, 1] {
+        std::fs::File::options()
+            .write(true)
+            .open(run.join(format!("nets/gen-{g:04}.safetensors")))
+            .unwrap()
+            .set_modified(hours_ago)
+            .unwrap();
+    }
+
     // The trainer state the net was published with is lost, and another trainer's state of
     // the same generation is there (saved by a trainer whose net never became the published
     // one; here unreadable, so loading it would fail the resume): it is not loaded, and the
@@ -93,4 +114,9 @@ fn a_resume_keeps_the_schedule_the_swa_average_and_the_frozen_config() {
     let net2 = run.join("nets/gen-0002.safetensors");
     let step = read_net_metadata(&net2, "cfzero.trainer_step").unwrap();
     assert_eq!(step.as_deref(), Some("8"));
+    let minutes2 = minutes(2);
+    assert!(
+        minutes2 > minutes1 && minutes2 < minutes1 + 10.0,
+        "generation 1 at minute {minutes1}, generation 2 at {minutes2}"
+    );
 }

@@ -112,24 +112,29 @@ struct Parsed {
     tensors: HashMap<String, (Vec<i64>, Vec<f32>)>,
 }
 
+/// Checks that a file's metadata names it as `format`.
+fn check_format(
+    path: &Path,
+    metadata: &HashMap<String, String>,
+    format: &str,
+) -> Result<(), CheckpointError> {
+    match metadata.get(FORMAT_KEY) {
+        Some(f) if f == format => Ok(()),
+        Some(f) => Err(corrupt(
+            path,
+            format!("it is a `{f}` file, expected `{format}`"),
+        )),
+        None => Err(corrupt(
+            path,
+            format!("no `{FORMAT_KEY}` metadata (not written by cfzero)"),
+        )),
+    }
+}
+
 fn parse(path: &Path, bytes: &[u8], format: &str) -> Result<Parsed, CheckpointError> {
     let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| corrupt(path, e))?;
     let metadata = meta.metadata().clone().unwrap_or_default();
-    match metadata.get(FORMAT_KEY) {
-        Some(f) if f == format => {}
-        Some(f) => {
-            return Err(corrupt(
-                path,
-                format!("it is a `{f}` file, expected `{format}`"),
-            ));
-        }
-        None => {
-            return Err(corrupt(
-                path,
-                format!("no `{FORMAT_KEY}` metadata (not written by cfzero)"),
-            ));
-        }
-    }
+    check_format(path, &metadata, format)?;
     let st = SafeTensors::deserialize(bytes).map_err(|e| corrupt(path, e))?;
     let mut tensors = HashMap::new();
     for (name, view) in st.iter() {
@@ -253,9 +258,46 @@ pub fn save_net_with(
     write_atomic(path, &bytes)
 }
 
-/// The metadata entry `key` of the net file at `path` (`None` if it has none).
+/// The metadata entry `key` of the net file at `path` (`None` if it has none). Reads the
+/// file's header alone, not its tensors: a run's minutes and steps are read from every net.
 pub fn read_net_metadata(path: &Path, key: &str) -> Result<Option<String>, CheckpointError> {
-    Ok(read(path, NET_FORMAT)?.metadata.get(key).cloned())
+    let mut metadata = read_header_metadata(path)?;
+    check_format(path, &metadata, NET_FORMAT)?;
+    Ok(metadata.remove(key))
+}
+
+/// The largest header a checkpoint may have: the bound the safetensors crate sets.
+const MAX_HEADER_BYTES: u64 = 100_000_000;
+
+/// The metadata of a safetensors file, from its header: a little-endian length, then that
+/// many bytes of JSON whose `__metadata__` object holds the strings.
+fn read_header_metadata(path: &Path) -> Result<HashMap<String, String>, CheckpointError> {
+    use std::io::Read;
+    #[derive(serde::Deserialize)]
+    struct Header {
+        #[serde(rename = "__metadata__", default)]
+        metadata: Option<HashMap<String, String>>,
+    }
+    let io = |source| CheckpointError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let mut len = [0u8; 8];
+    file.read_exact(&mut len)
+        .map_err(|_| corrupt(path, "shorter than a safetensors header"))?;
+    let n = u64::from_le_bytes(len);
+    if n > MAX_HEADER_BYTES || n > size - 8 {
+        return Err(corrupt(
+            path,
+            format!("a header of {n} bytes in a file of {size}"),
+        ));
+    }
+    let mut header = vec![0; n as usize];
+    file.read_exact(&mut header).map_err(io)?;
+    let header: Header = serde_json::from_slice(&header).map_err(|e| corrupt(path, e))?;
+    Ok(header.metadata.unwrap_or_default())
 }
 
 /// Reads only the network config stored in a net file.

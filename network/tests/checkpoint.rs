@@ -3,8 +3,8 @@
 mod net_support;
 
 use cfzero_network::checkpoint::{
-    CheckpointError, load_net, load_optimizer, load_weights_into, read_net_config, save_net,
-    save_optimizer,
+    CheckpointError, load_net, load_optimizer, load_weights_into, read_net_config,
+    read_net_metadata, save_net, save_net_with, save_optimizer,
 };
 use cfzero_network::optim::{NAdam, NAdamConfig};
 use cfzero_network::{LossWeights, Net, loss};
@@ -85,6 +85,47 @@ fn truncated_file_is_a_clear_error() {
     }
     let missing = load_net(&dir.join("nope.safetensors"), Device::Cpu).unwrap_err();
     assert!(matches!(missing, CheckpointError::Io { .. }));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn metadata_is_read_from_the_header_and_a_bad_header_is_a_clear_error() {
+    let dir = temp_dir("metadata");
+    let net = Net::new(&preset("micro"), Device::Cpu).unwrap();
+    let path = dir.join("net.safetensors");
+    save_net_with(&net, &path, &[("cfzero.test_key", "4.25".into())]).unwrap();
+    assert_eq!(
+        read_net_metadata(&path, "cfzero.test_key")
+            .unwrap()
+            .as_deref(),
+        Some("4.25")
+    );
+    assert_eq!(read_net_metadata(&path, "cfzero.absent").unwrap(), None);
+    // The header alone is read: a file cut inside its tensors still gives its metadata,
+    // while a file cut inside its header, or one whose length claims more than the file
+    // holds, is corrupt.
+    let bytes = std::fs::read(&path).unwrap();
+    let header = 8 + u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    std::fs::write(&path, &bytes[..header + 1]).unwrap();
+    assert_eq!(
+        read_net_metadata(&path, "cfzero.test_key")
+            .unwrap()
+            .as_deref(),
+        Some("4.25")
+    );
+    let mut huge = bytes.clone();
+    huge[..8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    for bad in [&bytes[..4], &bytes[..header - 1], &huge[..]] {
+        std::fs::write(&path, bad).unwrap();
+        let err = read_net_metadata(&path, "cfzero.test_key").unwrap_err();
+        assert!(matches!(err, CheckpointError::Corrupt { .. }), "{err}");
+        assert!(err.to_string().contains("net.safetensors"), "{err}");
+    }
+    // An optimizer file is not a net.
+    let opt = NAdam::new(net.vs.trainable_variables(), NAdamConfig::default());
+    save_optimizer(&opt, "{}", &path).unwrap();
+    let err = read_net_metadata(&path, "cfzero.test_key").unwrap_err();
+    assert!(err.to_string().contains("expected `cfzero-net-1`"), "{err}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

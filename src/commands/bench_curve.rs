@@ -1,6 +1,6 @@
 //! `cfzero bench curve`: how a run's strength grew with its training time. For each mark of
-//! `--minutes` it takes the newest net published by then (minutes from generation 0's net,
-//! as the ladder counts them), plays it against the greedy mover and, with `--engine`, a UCI
+//! `--minutes` it takes the newest net published by then (the run's minutes of training that
+//! each net records, as the ladder counts them: a pause between trainers does not count), plays it against the greedy mover and, with `--engine`, a UCI
 //! engine at the in-run evaluation's reference settings (the run config's `[eval]` engine
 //! options and nodes), each opening with both colours, solves `--puzzles`, and writes
 //! `curve.tsv` and `curve.png` into the run's directory (its cache for a run on object
@@ -67,7 +67,7 @@ struct CurveRow {
     mark: f64,
     /// The net measured: the newest published by the mark.
     generation: u32,
-    /// When it was published, in minutes from generation 0's net.
+    /// When it was published, in the run's minutes of training.
     minutes: f64,
     /// What was measured: an opponent's label, or `puzzles`.
     measure: String,
@@ -107,7 +107,7 @@ impl CurveRow {
 }
 
 /// The generation to measure at `mark` minutes: the newest of `published` (generation and
-/// minutes from generation 0's net, ascending) published by then; `None` if the run's newest
+/// minutes of training, ascending) published by then; `None` if the run's newest
 /// net is older than [`SHORT_RUN`] of the mark (the run is too short for it).
 fn net_at(published: &[(u32, f64)], mark: f64) -> Option<u32> {
     let (_, newest) = *published.last()?;

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! runs/NAME/config.toml              the frozen config
-//! runs/NAME/nets/gen-0003.safetensors published nets (config in the metadata)
+//! runs/NAME/nets/gen-0003.safetensors published nets (config, step and minutes in the metadata)
 //! runs/NAME/games/gen-0003/*.cfzg    game records played by net gen-0002, as the replay
 //!                                    window reads them (see `stored_run.rs` for chunks)
 //! runs/NAME/pgn/gen-0003.pgn         the trainer's own games as PGN (a chunk's PGN:
@@ -19,6 +19,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use cfzero_network::checkpoint::read_net_metadata;
 use cfzero_trainer::learner::STATE_KEY;
+
+/// Metadata key of a published net: the run's minutes of training when it was published,
+/// summed over the trainers that ran it. The time a run stood stopped between them is not
+/// training: a run resumed the next morning goes on from the minute it stopped at.
+pub const MINUTES_KEY: &str = "cfzero.run_minutes";
 
 /// Paths inside one run directory.
 #[derive(Debug, Clone)]
@@ -142,11 +147,28 @@ impl RunDir {
         self.root.join("elo.png")
     }
 
-    /// Minutes from the publication of generation `first`'s net to that of generation `g`'s
-    /// (file times; 0 where either is unreadable or `g` came first).
+    /// The run's minutes of training when generation `g` was published: what its net records
+    /// ([`MINUTES_KEY`]); for a net that records none (generation 0, or a net of an older
+    /// version), the file times from generation 0's net to it (0 where either is unreadable).
+    pub fn minutes_at(&self, g: u32) -> f64 {
+        read_net_metadata(&self.net(g), MINUTES_KEY)
+            .ok()
+            .flatten()
+            .and_then(|m| m.parse::<f64>().ok())
+            .filter(|m| m.is_finite() && *m >= 0.0)
+            .unwrap_or_else(|| self.file_minutes(g))
+    }
+
+    /// Minutes of training from the publication of generation `first`'s net to that of
+    /// generation `g`'s ([`RunDir::minutes_at`]; 0 where `g` came first).
     pub fn minutes_between(&self, first: u32, g: u32) -> f64 {
+        (self.minutes_at(g) - self.minutes_at(first)).max(0.0)
+    }
+
+    /// Minutes from generation 0's net file to generation `g`'s, by their modification times.
+    fn file_minutes(&self, g: u32) -> f64 {
         let modified = |g: u32| std::fs::metadata(self.net(g)).and_then(|m| m.modified());
-        match (modified(first), modified(g)) {
+        match (modified(0), modified(g)) {
             (Ok(a), Ok(b)) => b.duration_since(a).map_or(0.0, |d| d.as_secs_f64() / 60.0),
             _ => 0.0,
         }
@@ -198,4 +220,56 @@ pub fn generation_dir(dir: &Path) -> Option<u32> {
 /// for any other file.
 pub fn state_generation(name: &str) -> Option<u32> {
     name.strip_prefix("trainer-gen-")?.get(..4)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use cfzero_network::Net;
+    use cfzero_network::checkpoint::{save_net, save_net_with};
+
+    use super::*;
+    use crate::config::Config;
+
+    fn set_modified(path: &Path, at: SystemTime) {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(at)
+            .unwrap();
+    }
+
+    #[test]
+    fn minutes_are_the_nets_own_and_a_pause_between_trainers_is_not_counted() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let config = Config::load(&root.join("configs/micro.toml")).unwrap();
+        let net = Net::seeded(&config.network, tch::Device::Cpu, 1).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::new(tmp.path());
+        dir.create().unwrap();
+        // Generations 0-2 as an older version published them, recording no minutes: their
+        // file times count, 2 and then 3 minutes apart.
+        let start = SystemTime::now() - Duration::from_secs(10 * 3600);
+        for (g, seconds) in [(0, 0), (1, 120), (2, 300)] {
+            save_net(&net, &dir.net(g)).unwrap();
+            set_modified(&dir.net(g), start + Duration::from_secs(seconds));
+        }
+        // Generation 3, published by a trainer that resumed the run ten hours later at
+        // minute 5 and trained 1.5 minutes: the net's record counts, not its file time.
+        save_net_with(&net, &dir.net(3), &[(MINUTES_KEY, "6.5".into())]).unwrap();
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert_eq!(dir.minutes_at(0), 0.0);
+        assert!(near(dir.minutes_at(1), 2.0), "{}", dir.minutes_at(1));
+        assert!(near(dir.minutes_between(1, 2), 3.0));
+        assert!(near(dir.minutes_at(3), 6.5), "{}", dir.minutes_at(3));
+        assert!(near(dir.minutes_between(2, 3), 1.5));
+        assert_eq!(dir.minutes_between(3, 1), 0.0);
+        // A generation with no net counts as minute 0, as an unreadable record does.
+        assert_eq!(dir.minutes_at(9), 0.0);
+        save_net_with(&net, &dir.net(4), &[(MINUTES_KEY, "soon".into())]).unwrap();
+        set_modified(&dir.net(4), start + Duration::from_secs(600));
+        assert!(near(dir.minutes_at(4), 10.0), "{}", dir.minutes_at(4));
+    }
 }

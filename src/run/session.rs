@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cfzero_eval::elo::signed_elo;
@@ -29,7 +30,7 @@ use tch::Device;
 use crate::config::Config;
 use crate::error::user_error;
 use crate::flags::DeviceFlag;
-use crate::run::dir::RunDir;
+use crate::run::dir::{MINUTES_KEY, RunDir};
 use crate::run::evaluate::{self, Anchor};
 use crate::run::learn_phase::{self, LearnSummary};
 use crate::run::lease_keeper::LeaseKeeper;
@@ -158,6 +159,11 @@ pub struct Session {
     /// named by each net it publishes: a resume loads the state published with its net,
     /// never one that another trainer saved for the same generation.
     state_tag: String,
+    /// The run's minutes of training when this session opened it ([`RunDir::minutes_at`]
+    /// of the generation it resumed from), and when it did: each net it publishes records
+    /// the two summed ([`MINUTES_KEY`]).
+    minutes_before: f64,
+    opened: Instant,
 }
 
 /// Steps that draw each of `new_positions` about `reuse` times in batches of `batch` of which
@@ -359,6 +365,7 @@ impl Session {
         }
         let window = Arc::new(RwLock::new(ReplayWindow::new(config.window.clone())));
         let tb = EventWriter::create(&dir.tensorboard())?;
+        let dir_minutes = dir.minutes_at(generation);
         let mut session = Session {
             config,
             dir,
@@ -378,6 +385,8 @@ impl Session {
             lease,
             arrivals: None,
             state_tag: format!("{:08x}", rand::random::<u32>()),
+            minutes_before: dir_minutes,
+            opened: Instant::now(),
         };
         let games = session.load_new_games()?;
         session.new_positions = 0;
@@ -536,7 +545,14 @@ impl Session {
         let (w, o) = self.dir.trainer_state(next, Some(&self.state_tag));
         self.learner.save_state(&w, &o)?;
         let staged = self.stored.staged_net(next);
-        self.learner.publish(&staged, Some(&self.state_tag))?;
+        let minutes = self.minutes_before + self.opened.elapsed().as_secs_f64() / 60.0;
+        self.learner.publish(
+            &staged,
+            &[
+                (STATE_KEY, self.state_tag.clone()),
+                (MINUTES_KEY, format!("{minutes:.4}")),
+            ],
+        )?;
         self.stored.publish(next, &staged)?;
         self.dir.prune_trainer_states(next);
         // Games older than every game of the window are kept as chunks alone, or nowhere with

@@ -228,10 +228,11 @@ impl Learner {
     /// Writes the net to publish (the SWA average when there is one, else the current
     /// weights) to `path`, atomically, with the training step in its metadata
     /// ([`STEP_KEY`]), from which a run that lost its trainer state continues its schedule,
-    /// and the name of the trainer state saved with it, if any ([`STATE_KEY`]).
-    pub fn publish(&self, path: &Path, state: Option<&str>) -> Result<(), CheckpointError> {
+    /// and the caller's entries `extra` (the run names the trainer state saved with it,
+    /// [`STATE_KEY`], and its minutes of training).
+    pub fn publish(&self, path: &Path, extra: &[(&str, String)]) -> Result<(), CheckpointError> {
         let mut meta = vec![(STEP_KEY, self.opt.step.to_string())];
-        meta.extend(state.map(|s| (STATE_KEY, s.to_owned())));
+        meta.extend(extra.iter().map(|(k, v)| (*k, v.clone())));
         match self.swa_net(path)? {
             Some(average) => save_net_with(&average, path, &meta),
             None => save_net_with(&self.net, path, &meta),

@@ -5,8 +5,10 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use cfzero_network::checkpoint::read_net_metadata;
 use cfzero_network::{Net, load_net};
 use cfzero_trainer::Learner;
+use cfzero_trainer::learner::{STATE_KEY, STEP_KEY};
 use support::{fixed_batch, micro_net, train_config};
 use tch::{Device, Kind, Tensor};
 
@@ -104,7 +106,7 @@ fn publish_writes_the_swa_average_or_the_weights() {
     learner.step(&batch);
     let second = weights(learner.net());
     let path = dir.path().join("swa.safetensors");
-    learner.publish(&path, None).unwrap();
+    learner.publish(&path, &[]).unwrap();
     let average: BTreeMap<String, Tensor> = first
         .iter()
         .map(|(name, t)| (name.clone(), (t + &second[name]) / 2.0))
@@ -116,7 +118,13 @@ fn publish_writes_the_swa_average_or_the_weights() {
     let mut plain = Learner::new(micro_net(31), train_config(1e-2, 0));
     plain.step(&batch);
     let path = dir.path().join("plain.safetensors");
-    plain.publish(&path, None).unwrap();
+    plain
+        .publish(&path, &[(STATE_KEY, "0badc0de".into())])
+        .unwrap();
     let published = weights(&load_net(&path, Device::Cpu).unwrap());
     assert_eq!(max_difference(&published, &weights(plain.net())), 0.0);
+    // The step and the caller's entries are in the net's metadata.
+    let meta = |key| read_net_metadata(&path, key).unwrap();
+    assert_eq!(meta(STEP_KEY).as_deref(), Some("1"));
+    assert_eq!(meta(STATE_KEY).as_deref(), Some("0badc0de"));
 }
