@@ -1,11 +1,12 @@
 //! `cfzero bench curve`: how a run's strength grew with its training time. For each mark of
 //! `--minutes` it takes the newest net published by then (the run's minutes of training that
-//! each net records, as the ladder counts them: a pause between trainers does not count), plays it against the greedy mover and, with `--engine`, a UCI
-//! engine at the in-run evaluation's reference settings (the run config's `[eval]` engine
-//! options and nodes), each opening with both colours, solves `--puzzles`, and writes
-//! `curve.tsv` and `curve.png` into the run's directory (its cache for a run on object
-//! storage). One run gives every mark: the schedule does not depend on the budget, so the
-//! net a run has at 15 minutes is the net a 15-minute run ends with.
+//! each net records, as the ladder counts them: a pause between trainers does not count),
+//! plays it against the greedy mover and, with `--engine`, a UCI engine at the in-run
+//! evaluation's reference settings (the run config's `[eval]` engine options and nodes), each
+//! opening with both colours, solves `--puzzles`, and writes `curve.tsv` and `curve.png` into
+//! the run's directory (its cache for a run on object storage). One run gives every mark: the
+//! schedule does not depend on the budget, so the net a run has at 15 minutes is the net a
+//! 15-minute run ends with.
 
 use std::path::{Path, PathBuf};
 
