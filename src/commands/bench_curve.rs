@@ -107,10 +107,10 @@ impl CurveRow {
     }
 }
 
-/// The generation to measure at `mark` minutes: the newest of `published` (generation and
-/// minutes of training, ascending) published by then; `None` if the run's newest
-/// net is older than [`SHORT_RUN`] of the mark (the run is too short for it).
-fn net_at(published: &[(u32, f64)], mark: f64) -> Option<u32> {
+/// The net to measure at `mark` minutes: the newest of `published` (generation and minutes
+/// of training, ascending) published by then, as that entry; `None` if the run's newest net
+/// is older than [`SHORT_RUN`] of the mark (the run is too short for it).
+fn net_at(published: &[(u32, f64)], mark: f64) -> Option<(u32, f64)> {
     let (_, newest) = *published.last()?;
     if newest < SHORT_RUN * mark {
         return None;
@@ -119,7 +119,7 @@ fn net_at(published: &[(u32, f64)], mark: f64) -> Option<u32> {
         .iter()
         .rev()
         .find(|(_, minutes)| *minutes <= mark)
-        .map(|(g, _)| *g)
+        .copied()
 }
 
 /// Runs the benchmark.
@@ -154,7 +154,7 @@ pub fn run(args: &CurveBenchArgs) -> Result<()> {
     let mut marks = Vec::new();
     for &mark in &args.minutes {
         match net_at(&published, mark) {
-            Some(g) => marks.push((mark, g)),
+            Some((g, minutes)) => marks.push((mark, g, minutes)),
             None => eprintln!(
                 "warning: mark {mark} min skipped: the run's newest net is from minute {newest:.1}"
             ),
@@ -171,8 +171,7 @@ pub fn run(args: &CurveBenchArgs) -> Result<()> {
     config.inference.use_threads();
     let stop = stop_on_ctrl_c();
     let mut rows = Vec::new();
-    for (mark, g) in marks {
-        let minutes = dir.minutes_between(first, g);
+    for (mark, g, minutes) in marks {
         eprintln!(
             "bench curve: mark {mark} min: generation {g} (published at minute {minutes:.1})"
         );
@@ -303,11 +302,11 @@ mod tests {
     #[test]
     fn each_mark_takes_the_newest_net_published_by_then() {
         let published = [(0, 0.0), (1, 4.0), (2, 9.5), (3, 15.2), (4, 29.8)];
-        assert_eq!(net_at(&published, 15.0), Some(2));
-        assert_eq!(net_at(&published, 15.2), Some(3));
-        assert_eq!(net_at(&published, 1.0), Some(0));
+        assert_eq!(net_at(&published, 15.0), Some((2, 9.5)));
+        assert_eq!(net_at(&published, 15.2), Some((3, 15.2)));
+        assert_eq!(net_at(&published, 1.0), Some((0, 0.0)));
         // The run ends at 29.8 minutes: within 5% of 30 it counts as the 30-minute net...
-        assert_eq!(net_at(&published, 30.0), Some(4));
+        assert_eq!(net_at(&published, 30.0), Some((4, 29.8)));
         // ...and a mark past it is skipped, not measured on a younger net.
         assert_eq!(net_at(&published, 60.0), None);
         assert_eq!(net_at(&[], 5.0), None);
